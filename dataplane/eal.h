@@ -1,0 +1,27 @@
+// EAL lifetime: initialise DPDK's Environment Abstraction Layer from an argument list and
+// clean it up when the owner goes out of scope. One per process; not thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace twinlane::dataplane {
+
+class Eal {
+public:
+    // `args` are the EAL arguments as given after `--` on the command line; the program name
+    // is prepended here. On failure, `ok()` is false and `error()` says why.
+    explicit Eal(const std::vector<std::string>& args);
+    ~Eal();
+    Eal(const Eal&) = delete;
+    Eal& operator=(const Eal&) = delete;
+
+    bool ok() const { return ok_; }
+    const std::string& error() const { return error_; }
+
+private:
+    bool ok_ = false;
+    std::string error_;
+};
+
+}  // namespace twinlane::dataplane

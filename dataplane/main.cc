@@ -1,0 +1,35 @@
+// The `twinlane` binary: one entry point whose subcommands are the product's jobs.
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "dataplane/run_command.h"
+#include "dataplane/version.h"
+
+int main(int argc, char** argv) {
+    // One event per line on stderr, without colour: friendly to journald and to log files.
+    auto logger = spdlog::stderr_logger_mt("twinlane");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l %v");
+    spdlog::set_default_logger(logger);
+
+    CLI::App app{"twinlane: a DPDK traffic scheduler that keeps AI inference fast while "
+                 "training saturates the link"};
+    app.require_subcommand(1);
+    std::string log_level = "info";
+    app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+        ->capture_default_str();
+    app.parse_complete_callback(
+        [&log_level]() { spdlog::set_level(spdlog::level::from_str(log_level)); });
+
+    int exit_code = 0;
+    app.add_subcommand("version", "Print the version")->callback([]() {
+        std::printf("twinlane %s\n", twinlane::kVersion);
+    });
+    twinlane::dataplane::add_run_command(app, exit_code);
+
+    CLI11_PARSE(app, argc, argv);
+    return exit_code;
+}

@@ -1,0 +1,101 @@
+#include "dataplane/port.h"
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace twinlane::dataplane {
+namespace {
+std::string describe(uint16_t port_id, const char* step, int rc) {
+    return "port " + port_name(port_id) + ": " + step + " failed: " + rte_strerror(-rc);
+}
+}  // namespace
+
+std::string port_name(uint16_t port_id) {
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    if (rte_eth_dev_get_name_by_port(port_id, name) != 0) return "#" + std::to_string(port_id);
+    return name;
+}
+
+bool find_port(const std::string& device_name, uint16_t& port_id, std::string& error) {
+    if (rte_eth_dev_get_port_by_name(device_name.c_str(), &port_id) == 0) return true;
+    error = "no DPDK port named '" + device_name + "' (available:";
+    uint16_t id = 0;
+    RTE_ETH_FOREACH_DEV(id) { error += " " + port_name(id); }
+    error += rte_eth_dev_count_avail() == 0 ? " none; pass devices after --, e.g. --vdev=...)"
+                                            : ")";
+    return false;
+}
+
+bool start_port(uint16_t port_id, const PortSettings& settings, rte_mempool* pool,
+                std::string& error) {
+    rte_eth_dev_info info{};
+    int rc = rte_eth_dev_info_get(port_id, &info);
+    if (rc != 0) {
+        error = describe(port_id, "device info", rc);
+        return false;
+    }
+    rte_eth_conf conf{};
+    const uint32_t frame_len = settings.mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+    const uint32_t buf_len = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
+    if (frame_len > buf_len && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER))
+        conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+    if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+        conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+
+    const uint16_t rxq = std::min<uint16_t>(settings.rx_queues, info.max_rx_queues);
+    const uint16_t txq = std::min<uint16_t>(settings.tx_queues, info.max_tx_queues);
+    rc = rte_eth_dev_configure(port_id, rxq, txq, &conf);
+    if (rc != 0) {
+        error = describe(port_id, "configure", rc);
+        return false;
+    }
+    // Virtual devices often refuse MTU changes; only a mismatch that matters is an error.
+    if (settings.mtu != 1500) {
+        rc = rte_eth_dev_set_mtu(port_id, static_cast<uint16_t>(settings.mtu));
+        if (rc != 0 && rc != -ENOTSUP) {
+            error = describe(port_id, "set MTU", rc);
+            return false;
+        }
+    }
+    uint16_t nb_rxd = settings.rx_descriptors;
+    uint16_t nb_txd = settings.tx_descriptors;
+    rc = rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &nb_rxd, &nb_txd);
+    if (rc != 0) {
+        error = describe(port_id, "descriptor count", rc);
+        return false;
+    }
+    const int socket = rte_eth_dev_socket_id(port_id);
+    const unsigned socket_id = socket < 0 ? 0 : static_cast<unsigned>(socket);
+    for (uint16_t q = 0; q < rxq; ++q) {
+        rc = rte_eth_rx_queue_setup(port_id, q, nb_rxd, socket_id, nullptr, pool);
+        if (rc != 0) {
+            error = describe(port_id, "RX queue setup", rc);
+            return false;
+        }
+    }
+    for (uint16_t q = 0; q < txq; ++q) {
+        rc = rte_eth_tx_queue_setup(port_id, q, nb_txd, socket_id, nullptr);
+        if (rc != 0) {
+            error = describe(port_id, "TX queue setup", rc);
+            return false;
+        }
+    }
+    rc = rte_eth_dev_start(port_id);
+    if (rc != 0) {
+        error = describe(port_id, "start", rc);
+        return false;
+    }
+    rte_eth_promiscuous_enable(port_id);  // a gateway forwards frames for other hosts
+    return true;
+}
+
+void stop_port(uint16_t port_id) {
+    rte_eth_dev_stop(port_id);
+    rte_eth_dev_close(port_id);
+}
+
+}  // namespace twinlane::dataplane

@@ -1,0 +1,187 @@
+#include "dataplane/run_command.h"
+
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "dataplane/eal.h"
+#include "dataplane/fifo_forwarder.h"
+#include "dataplane/port.h"
+#include "dataplane/stop_signal.h"
+
+namespace twinlane::dataplane {
+namespace {
+
+struct RunArgs {
+    std::string in_port;
+    std::string out_port;
+    uint32_t fifo_packets = 4096;
+    uint32_t mbufs = 8191;
+    std::string idle_exit = "auto";
+    bool json = false;
+    std::vector<std::string> eal_args;
+};
+
+bool resolve(const std::string& name, uint16_t fallback_index, uint16_t& port_id) {
+    std::string error;
+    if (!name.empty()) {
+        if (find_port(name, port_id, error)) return true;
+        spdlog::error("{}", error);
+        return false;
+    }
+    uint16_t index = 0;
+    uint16_t id = 0;
+    RTE_ETH_FOREACH_DEV(id) {
+        if (index++ == fallback_index) {
+            port_id = id;
+            return true;
+        }
+    }
+    spdlog::error("need at least two DPDK ports (found {}); pass devices after --, e.g. "
+                  "--vdev=net_pcap0,rx_pcap=in.pcap --vdev=net_pcap1,tx_pcap=out.pcap",
+                  rte_eth_dev_count_avail());
+    return false;
+}
+
+// End of input is only knowable for file-backed input: a pcap RX device stops delivering.
+uint64_t idle_exit_ns(const std::string& setting, uint16_t rx_port) {
+    if (setting == "never") return 0;
+    if (setting == "auto") {
+        rte_eth_dev_info info{};
+        if (rte_eth_dev_info_get(rx_port, &info) == 0 && info.driver_name != nullptr &&
+            std::string(info.driver_name) == "net_pcap")
+            return 200'000'000;
+        return 0;
+    }
+    return std::stoull(setting) * 1'000'000ULL;
+}
+
+void print_counters(const RunArgs& args, const std::string& rx, const std::string& tx,
+                    const FifoForwarderCounters& c) {
+    if (args.json) {
+        nlohmann::json j = {
+            {"rx_port", rx},
+            {"tx_port", tx},
+            {"rx_packets", c.rx_packets},
+            {"rx_bytes", c.rx_bytes},
+            {"tx_packets", c.tx_packets},
+            {"tx_bytes", c.tx_bytes},
+            {"dropped", {{"fifo_full", c.dropped_fifo_full}, {"shutdown", c.dropped_shutdown}}},
+            {"queued", c.queued},
+        };
+        std::printf("%s\n", j.dump().c_str());
+        return;
+    }
+    std::printf("twinlane run: %s -> %s (FIFO)\n", rx.c_str(), tx.c_str());
+    std::printf("  %-22s %12llu packets %14llu bytes\n", "received",
+                static_cast<unsigned long long>(c.rx_packets),
+                static_cast<unsigned long long>(c.rx_bytes));
+    std::printf("  %-22s %12llu packets %14llu bytes\n", "transmitted",
+                static_cast<unsigned long long>(c.tx_packets),
+                static_cast<unsigned long long>(c.tx_bytes));
+    std::printf("  %-22s %12llu packets\n", "dropped: fifo full",
+                static_cast<unsigned long long>(c.dropped_fifo_full));
+    std::printf("  %-22s %12llu packets\n", "dropped: shutdown",
+                static_cast<unsigned long long>(c.dropped_shutdown));
+    std::printf("  %-22s %12llu packets\n", "still queued", static_cast<unsigned long long>(c.queued));
+    std::fflush(stdout);
+}
+
+int run(const RunArgs& args) {
+    Eal eal(args.eal_args);
+    if (!eal.ok()) {
+        spdlog::error("{}", eal.error());
+        return 2;
+    }
+    uint16_t rx = 0;
+    uint16_t tx = 0;
+    if (!resolve(args.in_port, 0, rx) || !resolve(args.out_port, 1, tx)) return 2;
+    if (rx == tx) {
+        spdlog::error("input and output are the same port ({})", port_name(rx));
+        return 2;
+    }
+    const int socket = rte_eth_dev_socket_id(rx);
+    std::unique_ptr<rte_mempool, decltype(&rte_mempool_free)> pool(
+        rte_pktmbuf_pool_create("twinlane_mbufs", args.mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                socket < 0 ? static_cast<int>(rte_socket_id()) : socket),
+        &rte_mempool_free);
+    if (!pool) {
+        spdlog::error("cannot create a pool of {} mbufs: {}", args.mbufs, rte_strerror(rte_errno));
+        return 2;
+    }
+    std::string error;
+    for (uint16_t port : {rx, tx}) {
+        if (!start_port(port, PortSettings{}, pool.get(), error)) {
+            spdlog::error("{}", error);
+            return 2;
+        }
+        spdlog::info("port {} started", port_name(port));
+    }
+    const unsigned in_use_before = rte_mempool_in_use_count(pool.get());
+
+    FifoForwarderOptions options;
+    options.rx_port = rx;
+    options.tx_port = tx;
+    options.fifo_packets = args.fifo_packets;
+    options.idle_exit_ns = idle_exit_ns(args.idle_exit, rx);
+    install_stop_handlers();
+    spdlog::info("forwarding {} -> {}{}", port_name(rx), port_name(tx),
+                 options.idle_exit_ns ? " until end of input" : " until SIGINT/SIGTERM");
+    const FifoForwarderCounters counters = run_fifo_forwarder(options);
+
+    const std::string rx_name = port_name(rx);
+    const std::string tx_name = port_name(tx);
+    for (uint16_t port : {rx, tx}) stop_port(port);
+    const unsigned in_use_after = rte_mempool_in_use_count(pool.get());
+    print_counters(args, rx_name, tx_name, counters);
+
+    int rc = 0;
+    if (counters.rx_packets != counters.tx_packets + counters.dropped() + counters.queued) {
+        spdlog::error("accounting mismatch: rx {} != tx {} + dropped {} + queued {}",
+                      counters.rx_packets, counters.tx_packets, counters.dropped(),
+                      counters.queued);
+        rc = 1;
+    }
+    if (in_use_after > in_use_before) {
+        spdlog::error("mbuf leak: {} in use at start, {} at exit", in_use_before, in_use_after);
+        rc = 1;
+    }
+    return rc;
+}
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_code) {
+    auto args = std::make_shared<RunArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "run",
+        "Forward packets between DPDK ports.\n"
+        "DPDK EAL arguments follow `--`, e.g.\n"
+        "  twinlane run -- --no-huge --no-pci --vdev=net_pcap0,rx_pcap=in.pcap "
+        "--vdev=net_pcap1,tx_pcap=out.pcap");
+    cmd->add_option("--in", args->in_port, "Input port by DPDK device name (default: first port)");
+    cmd->add_option("--out", args->out_port,
+                    "Output port by DPDK device name (default: second port)");
+    cmd->add_option("--fifo-packets", args->fifo_packets, "FIFO limit in packets")
+        ->check(CLI::Range(1u, 1u << 20))
+        ->capture_default_str();
+    cmd->add_option("--mbufs", args->mbufs, "Mbufs in the packet pool")
+        ->check(CLI::Range(1023u, 1u << 24))
+        ->capture_default_str();
+    cmd->add_option("--idle-exit", args->idle_exit,
+                    "Stop after this many ms without input: a number, 'never', or 'auto' "
+                    "(200 ms for a pcap input, else never)")
+        ->capture_default_str();
+    cmd->add_flag("--json", args->json, "Print final counters as one JSON object");
+    cmd->add_option("eal_args", args->eal_args, "DPDK EAL arguments, after --");
+    cmd->callback([args, &exit_code]() { exit_code = run(*args); });
+}
+
+}  // namespace twinlane::dataplane

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Small pcap helper for the integration tests (stdlib only).
+
+  pcaptool.py gen OUT.pcap [--count N] [--seed S] [--jumbo]
+      Writes N deterministic Ethernet/IPv4 frames (UDP and TCP, 60..1514 bytes, or up to
+      9014 with --jumbo) between addresses in 198.18.0.0/15, microsecond timestamps.
+  pcaptool.py compare A.pcap B.pcap
+      Exits 0 when both hold the same frames in the same order, byte for byte (timestamps
+      are ignored); otherwise prints the first difference and exits 1.
+  pcaptool.py count A.pcap
+      Prints the number of frames.
+"""
+import argparse
+import random
+import struct
+import sys
+
+PCAP_MAGIC_US = 0xA1B2C3D4
+PCAP_MAGIC_NS = 0xA1B23C4D
+
+
+def read_frames(path):
+    with open(path, "rb") as f:
+        header = f.read(24)
+        if len(header) < 24:
+            raise SystemExit(f"{path}: not a pcap file (short header)")
+        magic = struct.unpack("<I", header[:4])[0]
+        if magic in (PCAP_MAGIC_US, PCAP_MAGIC_NS):
+            endian = "<"
+        elif struct.unpack(">I", header[:4])[0] in (PCAP_MAGIC_US, PCAP_MAGIC_NS):
+            endian = ">"
+        else:
+            raise SystemExit(f"{path}: not a pcap file (magic {magic:#x})")
+        frames = []
+        while True:
+            rec = f.read(16)
+            if not rec:
+                return frames
+            if len(rec) < 16:
+                raise SystemExit(f"{path}: truncated record header")
+            _, _, caplen, _ = struct.unpack(endian + "IIII", rec)
+            data = f.read(caplen)
+            if len(data) < caplen:
+                raise SystemExit(f"{path}: truncated record")
+            frames.append(data)
+
+
+def checksum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def make_frame(rng, index, max_len):
+    length = rng.choice([60, 64, 128, 512, 1024, 1514, rng.randint(60, max_len)])
+    length = min(length, max_len)
+    proto = rng.choice([6, 17])
+    src = bytes([198, 18, rng.randint(0, 255), rng.randint(1, 254)])
+    dst = bytes([198, 19, rng.randint(0, 255), rng.randint(1, 254)])
+    l4_len = 20 if proto == 6 else 8
+    payload_len = max(0, length - 14 - 20 - l4_len)
+    ip_total = 20 + l4_len + payload_len
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_total, index & 0xFFFF, 0, 64, proto, 0, src, dst)
+    ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
+    sport, dport = rng.randint(1024, 65535), rng.choice([80, 443, 4791, 8001, 50051])
+    if proto == 6:
+        l4 = struct.pack("!HHIIBBHHH", sport, dport, index, 0, 5 << 4, 0x18, 65535, 0, 0)
+    else:
+        l4 = struct.pack("!HHHH", sport, dport, 8 + payload_len, 0)
+    payload = bytes((index + i) & 0xFF for i in range(payload_len))
+    eth = bytes([0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1]) + struct.pack("!H", 0x0800)
+    frame = eth + ip + l4 + payload
+    return frame + b"\0" * (60 - len(frame)) if len(frame) < 60 else frame
+
+
+def gen(args):
+    rng = random.Random(args.seed)
+    max_len = 9014 if args.jumbo else 1514
+    with open(args.out, "wb") as f:
+        f.write(struct.pack("<IHHiIII", PCAP_MAGIC_US, 2, 4, 0, 0, 65535, 1))
+        for i in range(args.count):
+            frame = make_frame(rng, i, max_len)
+            t_us = 1_000_000 + i * 10
+            f.write(struct.pack("<IIII", t_us // 1_000_000, t_us % 1_000_000, len(frame), len(frame)))
+            f.write(frame)
+
+
+def compare(args):
+    a, b = read_frames(args.a), read_frames(args.b)
+    for i, (fa, fb) in enumerate(zip(a, b)):
+        if fa != fb:
+            print(f"frame {i} differs ({len(fa)} vs {len(fb)} bytes)")
+            return 1
+    if len(a) != len(b):
+        print(f"frame counts differ: {len(a)} vs {len(b)}")
+        return 1
+    print(f"identical: {len(a)} frames")
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gen")
+    g.add_argument("out")
+    g.add_argument("--count", type=int, default=1000)
+    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--jumbo", action="store_true")
+    c = sub.add_parser("compare")
+    c.add_argument("a")
+    c.add_argument("b")
+    n = sub.add_parser("count")
+    n.add_argument("a")
+    args = p.parse_args()
+    if args.cmd == "gen":
+        gen(args)
+        return 0
+    if args.cmd == "compare":
+        return compare(args)
+    print(len(read_frames(args.a)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# README command 2: set up, build, and run every test. The last line is
+# `tests: N passed, N failed` (GoogleTest cases plus script tests); non-zero exit on failure.
+#   BUILD_DIR=build-x tools/test.sh      use another build directory
+#   SANITIZE=1 tools/test.sh             also build with -Db_sanitize=address,undefined and test it
+#   FUZZ_SECONDS=60 tools/test.sh        fuzz the classifier longer (default 20 s)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+tools/setup.sh || exit 1
+build=${BUILD_DIR:-build}
+
+configure() {  # configure DIR [meson options...]
+    local dir=$1
+    shift
+    if [ -f "$dir/build.ninja" ]; then
+        meson configure "$dir" "$@" >/dev/null || return 1
+    else
+        meson setup "$dir" --buildtype=release "$@" >/dev/null || return 1
+    fi
+}
+
+run_suite() {  # run_suite DIR: prints meson's summary, leaves logs in DIR/meson-logs
+    local dir=$1
+    ninja -C "$dir" || return 1
+    meson test -C "$dir" --num-processes 2 --print-errorlogs --no-rebuild >"$dir/meson-logs/test-output.txt" 2>&1
+    local rc=$?
+    grep -E '^ *[0-9]+/[0-9]+ ' "$dir/meson-logs/test-output.txt"
+    [ $rc -eq 0 ] || sed -n '/stdout:/,$p' "$dir/meson-logs/test-output.txt" | tail -80
+    return 0
+}
+
+configure "$build" || { echo "tests: 0 passed, 1 failed"; exit 1; }
+run_suite "$build" || { echo "build failed"; echo "tests: 0 passed, 1 failed"; exit 1; }
+logs=("$build/meson-logs")
+
+if [ "${SANITIZE:-0}" = 1 ]; then
+    configure "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false || exit 1
+    run_suite "$build-asan" || { echo "tests: 0 passed, 1 failed"; exit 1; }
+    logs+=("$build-asan/meson-logs")
+fi
+
+# Benchmarks run briefly so that their side-by-side tables show and they cannot rot.
+if [ "${BENCH:-1}" = 1 ]; then
+    echo "== benchmarks (brief; tools/bench.sh for full runs) =="
+    meson test -C "$build" --benchmark --no-rebuild --verbose \
+        --test-args="--benchmark_min_time=0.01" 2>&1 | grep -vE '^(ninja|\[)' | tail -120
+fi
+
+python3 tools/count_tests.py "${logs[@]}"
