@@ -1,0 +1,42 @@
+#include "sched/counters.h"
+
+#include <algorithm>
+
+namespace twinlane::sched {
+
+const char* to_string(DropReason reason) {
+    switch (reason) {
+        case DropReason::queue_full_packets: return "queue_full_packets";
+        case DropReason::queue_full_bytes: return "queue_full_bytes";
+        case DropReason::pool_exhausted: return "pool_exhausted";
+        case DropReason::red_early: return "red_early";
+        case DropReason::codel: return "codel";
+        case DropReason::unknown_leaf: return "unknown_leaf";
+        case DropReason::oversize: return "oversize";
+    }
+    return "unknown";
+}
+
+void QueueCounters::add(const QueueCounters& other) {
+    packets_in += other.packets_in;
+    bytes_in += other.bytes_in;
+    packets_out += other.packets_out;
+    bytes_out += other.bytes_out;
+    for (uint32_t i = 0; i < kDropReasonCount; ++i) {
+        drop_packets[i] += other.drop_packets[i];
+        drop_bytes[i] += other.drop_bytes[i];
+    }
+    ecn_marked_red += other.ecn_marked_red;
+    ecn_marked_codel += other.ecn_marked_codel;
+    depth_packets += other.depth_packets;
+    depth_bytes += other.depth_bytes;
+    migrated_out_packets += other.migrated_out_packets;
+    sojourn_last_ns = std::max(sojourn_last_ns, other.sojourn_last_ns);
+    sojourn_max_ns = std::max(sojourn_max_ns, other.sojourn_max_ns);
+    sojourn_sum_ns += other.sojourn_sum_ns;
+    for (uint32_t i = 0; i < kSojournHistogramBuckets; ++i) {
+        sojourn_log2_histogram[i] += other.sojourn_log2_histogram[i];
+    }
+}
+
+}  // namespace twinlane::sched

@@ -1,0 +1,586 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <string>
+#include <unordered_map>
+
+#include "sched/ecn.h"
+
+namespace twinlane::sched {
+
+namespace {
+
+bool is_leaf(NodeKind kind) { return kind == NodeKind::fifo || kind == NodeKind::fq; }
+
+uint32_t histogram_bucket(uint64_t sojourn_ns) {
+    const uint32_t width = static_cast<uint32_t>(std::bit_width(sojourn_ns));
+    return std::min(width, kSojournHistogramBuckets - 1);
+}
+
+}  // namespace
+
+// Adapts one flow queue of a leaf to codel_dequeue's Queue interface (see codel.h).
+class Scheduler::CodelQueue {
+public:
+    CodelQueue(Scheduler& scheduler, Leaf& leaf, uint32_t flow, DropSink& sink)
+        : scheduler_(scheduler), leaf_(leaf), flow_(flow), sink_(sink) {}
+
+    bool pop(Packet& out) { return scheduler_.pop_flow(leaf_, flow_, out); }
+    uint64_t backlog_bytes() const { return scheduler_.flows_[flow_].bytes; }
+    bool mark(const Packet& packet) { return mark_ce(packet); }
+    bool drop(const Packet& packet) {
+        if (sink_.count == sink_.capacity) return false;
+        sink_.entries[sink_.count++] = DroppedPacket{packet, DropReason::codel};
+        const auto reason = static_cast<uint32_t>(DropReason::codel);
+        ++leaf_.counters.drop_packets[reason];
+        leaf_.counters.drop_bytes[reason] += packet.length_bytes;
+        scheduler_.leave_subtree(leaf_.node, packet.length_bytes, false);
+        return true;
+    }
+
+private:
+    Scheduler& scheduler_;
+    Leaf& leaf_;
+    uint32_t flow_;
+    DropSink& sink_;
+};
+
+Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
+    if (auto problem = validate(spec)) return {nullptr, std::move(problem)};
+    std::unique_ptr<Scheduler> scheduler(new Scheduler());
+    Scheduler& s = *scheduler;
+    s.spec_ = spec;
+    const auto node_total = static_cast<uint32_t>(spec.nodes.size());
+
+    std::unordered_map<std::string_view, uint32_t> index_by_name;
+    for (uint32_t i = 0; i < node_total; ++i) index_by_name.emplace(spec.nodes[i].name, i);
+
+    s.nodes_.resize(node_total);
+    std::vector<std::vector<uint32_t>> children(node_total);
+    uint64_t total_limit_packets = 0;
+    uint32_t flow_total = 0;
+    for (uint32_t i = 0; i < node_total; ++i) {
+        const NodeSpec& node_spec = spec.nodes[i];
+        Node& node = s.nodes_[i];
+        node.kind = node_spec.kind;
+        if (node_spec.parent.empty()) {
+            s.root_ = i;
+        } else {
+            node.parent = index_by_name.at(node_spec.parent);
+            children[node.parent].push_back(i);
+        }
+        if (is_leaf(node_spec.kind)) {
+            node.leaf = static_cast<uint32_t>(s.leaves_.size());
+            Leaf& leaf = s.leaves_.emplace_back();
+            leaf.node = i;
+            const uint32_t buckets = node_spec.kind == NodeKind::fq ? node_spec.fq_buckets : 1;
+            leaf.first_flow = flow_total;
+            leaf.flow_mask = buckets - 1;
+            flow_total += buckets;
+            total_limit_packets += node_spec.limit_packets;
+        }
+    }
+    for (uint32_t i = 0; i < node_total; ++i) {
+        std::vector<uint32_t>& list = children[i];
+        if (s.nodes_[i].kind == NodeKind::strict) {
+            std::sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
+                return spec.nodes[a].priority < spec.nodes[b].priority;
+            });
+        }
+        s.nodes_[i].first_child = static_cast<uint32_t>(s.child_ids_.size());
+        s.nodes_[i].child_count = static_cast<uint32_t>(list.size());
+        for (uint32_t position = 0; position < list.size(); ++position) {
+            s.nodes_[list[position]].position_in_parent = position;
+            s.child_ids_.push_back(list[position]);
+        }
+    }
+    s.flows_.resize(flow_total);
+    s.codel_states_.resize(flow_total);
+
+    const uint32_t pool = spec.pool_packets != 0 ? spec.pool_packets
+                                                 : static_cast<uint32_t>(total_limit_packets);
+    s.slots_.resize(pool);
+    s.next_slot_.resize(pool);
+    s.reset_queues();
+    s.rng_ = DeterministicRng(spec.random_seed);
+    s.configure_params(spec);
+    return {std::move(scheduler), std::nullopt};
+}
+
+void Scheduler::configure_params(const TreeSpec& spec) {
+    max_packet_bytes_ = spec.max_packet_bytes;
+    for (uint32_t i = 0; i < nodes_.size(); ++i) {
+        const NodeSpec& node_spec = spec.nodes[i];
+        Node& node = nodes_[i];
+        node.shaper.configure(node_spec.shaper.rate_bits_per_sec, node_spec.shaper.burst_bytes);
+        // A quantum of at least one max-size packet lets every DRR pick send a packet: O(1).
+        node.quantum_bytes = node_spec.weight * spec.max_packet_bytes;
+        node.deficit_bytes = std::min<int64_t>(node.deficit_bytes, node.quantum_bytes);
+        if (node.leaf == kInvalid) continue;
+        Leaf& leaf = leaves_[node.leaf];
+        leaf.limit_packets = node_spec.limit_packets;
+        leaf.limit_bytes = node_spec.limit_bytes;
+        leaf.sparse_first = node_spec.fq_sparse_first;
+        leaf.codel = CodelParams{node_spec.codel.enabled, node_spec.codel.target_ns,
+                                 node_spec.codel.interval_ns, node_spec.codel.ecn,
+                                 spec.max_packet_bytes};
+        leaf.red.enabled = node_spec.red.enabled;
+        leaf.red.kmin_bytes = node_spec.red.kmin_bytes;
+        leaf.red.kmax_bytes = node_spec.red.kmax_bytes;
+        leaf.red.pmax_q32 = static_cast<uint64_t>(std::llround(node_spec.red.pmax * 4294967296.0));
+        leaf.red.drop_non_ect = node_spec.red.drop_non_ect;
+    }
+}
+
+void Scheduler::reset_queues() {
+    for (Node& node : nodes_) {
+        node.backlog_packets = 0;
+        node.deficit_bytes = 0;
+        node.next_active = kInvalid;
+        node.active_head = kInvalid;
+        node.active_tail = kInvalid;
+        node.active_count = 0;
+        node.backlog_mask = 0;
+    }
+    for (Leaf& leaf : leaves_) {
+        leaf.fresh_head = leaf.fresh_tail = leaf.old_head = leaf.old_tail = kInvalid;
+        leaf.packets = 0;
+        leaf.bytes = 0;
+    }
+    std::fill(flows_.begin(), flows_.end(), Flow{});
+    std::fill(codel_states_.begin(), codel_states_.end(), CodelState{});
+    const auto pool = static_cast<uint32_t>(slots_.size());
+    for (uint32_t i = 0; i < pool; ++i) next_slot_[i] = i + 1 < pool ? i + 1 : kInvalid;
+    free_slot_head_ = pool != 0 ? 0 : kInvalid;
+    pool_free_count_ = pool;
+}
+
+// ---- pool and queues ----------------------------------------------------------------------
+
+uint32_t Scheduler::allocate_slot() {
+    const uint32_t slot = free_slot_head_;
+    free_slot_head_ = next_slot_[slot];
+    --pool_free_count_;
+    return slot;
+}
+
+void Scheduler::release_slot(uint32_t slot) {
+    next_slot_[slot] = free_slot_head_;
+    free_slot_head_ = slot;
+    ++pool_free_count_;
+}
+
+void Scheduler::push_flow_list(Leaf& leaf, FlowList list, uint32_t flow) {
+    uint32_t& head = list == FlowList::fresh ? leaf.fresh_head : leaf.old_head;
+    uint32_t& tail = list == FlowList::fresh ? leaf.fresh_tail : leaf.old_tail;
+    flows_[flow].next = kInvalid;
+    flows_[flow].list = list;
+    if (tail == kInvalid) {
+        head = flow;
+    } else {
+        flows_[tail].next = flow;
+    }
+    tail = flow;
+}
+
+uint32_t Scheduler::pop_flow_list(Leaf& leaf, FlowList list) {
+    uint32_t& head = list == FlowList::fresh ? leaf.fresh_head : leaf.old_head;
+    uint32_t& tail = list == FlowList::fresh ? leaf.fresh_tail : leaf.old_tail;
+    const uint32_t flow = head;
+    head = flows_[flow].next;
+    if (head == kInvalid) tail = kInvalid;
+    flows_[flow].next = kInvalid;
+    flows_[flow].list = FlowList::none;
+    return flow;
+}
+
+void Scheduler::insert(Leaf& leaf, const Packet& packet) {
+    const uint32_t slot = allocate_slot();
+    slots_[slot] = packet;
+    next_slot_[slot] = kInvalid;
+    const uint32_t flow_index = leaf.first_flow + (packet.flow_hash & leaf.flow_mask);
+    Flow& flow = flows_[flow_index];
+    if (flow.tail == kInvalid) {
+        flow.head = slot;
+    } else {
+        next_slot_[flow.tail] = slot;
+    }
+    flow.tail = slot;
+    ++flow.packets;
+    flow.bytes += packet.length_bytes;
+    if (leaf.flow_mask != 0 && flow.list == FlowList::none) {
+        flow.deficit_bytes = static_cast<int32_t>(max_packet_bytes_);
+        push_flow_list(leaf, leaf.sparse_first ? FlowList::fresh : FlowList::old, flow_index);
+    }
+    ++leaf.packets;
+    leaf.bytes += packet.length_bytes;
+    activate(leaf.node);
+}
+
+bool Scheduler::pop_flow(Leaf& leaf, uint32_t flow_index, Packet& out) {
+    Flow& flow = flows_[flow_index];
+    const uint32_t slot = flow.head;
+    if (slot == kInvalid) return false;
+    out = slots_[slot];
+    flow.head = next_slot_[slot];
+    if (flow.head == kInvalid) flow.tail = kInvalid;
+    --flow.packets;
+    flow.bytes -= out.length_bytes;
+    --leaf.packets;
+    leaf.bytes -= out.length_bytes;
+    release_slot(slot);
+    return true;
+}
+
+// ---- tree bookkeeping ---------------------------------------------------------------------
+
+void Scheduler::activate(uint32_t node_index) {
+    for (uint32_t n = node_index; n != kInvalid;) {
+        Node& node = nodes_[n];
+        const bool was_idle = node.backlog_packets++ == 0;
+        if (was_idle && node.parent != kInvalid) {
+            Node& parent = nodes_[node.parent];
+            if (parent.kind == NodeKind::strict) {
+                parent.backlog_mask |= uint64_t{1} << node.position_in_parent;
+            } else {
+                node.deficit_bytes = node.quantum_bytes;
+                node.next_active = kInvalid;
+                if (parent.active_tail == kInvalid) {
+                    parent.active_head = n;
+                } else {
+                    nodes_[parent.active_tail].next_active = n;
+                }
+                parent.active_tail = n;
+                ++parent.active_count;
+            }
+        }
+        n = node.parent;
+    }
+}
+
+// A packet left the leaf: by departure (charge shapers and DRR deficits) or by a CoDel drop.
+// Packets only leave along the path pick() just chose, where each node is the head of its drr
+// parent's active ring, so removing an emptied child is a pop of the head.
+void Scheduler::leave_subtree(uint32_t leaf_node, uint32_t bytes, bool departed) {
+    for (uint32_t n = leaf_node; n != kInvalid;) {
+        Node& node = nodes_[n];
+        if (departed) node.shaper.consume(bytes);
+        --node.backlog_packets;
+        const uint32_t parent_index = node.parent;
+        if (parent_index != kInvalid) {
+            Node& parent = nodes_[parent_index];
+            if (parent.kind == NodeKind::strict) {
+                if (node.backlog_packets == 0) {
+                    parent.backlog_mask &= ~(uint64_t{1} << node.position_in_parent);
+                }
+            } else {
+                if (departed) node.deficit_bytes -= bytes;
+                if (node.backlog_packets == 0) {
+                    parent.active_head = node.next_active;
+                    if (parent.active_head == kInvalid) parent.active_tail = kInvalid;
+                    node.next_active = kInvalid;
+                    --parent.active_count;
+                }
+            }
+        }
+        n = parent_index;
+    }
+}
+
+void Scheduler::rotate_active(Node& parent) {
+    if (parent.active_head == parent.active_tail) return;
+    const uint32_t head = parent.active_head;
+    parent.active_head = nodes_[head].next_active;
+    nodes_[head].next_active = kInvalid;
+    nodes_[parent.active_tail].next_active = head;
+    parent.active_tail = head;
+}
+
+// Descends from `node_index` to a leaf that may send now; kInvalid if shapers block them all.
+uint32_t Scheduler::pick(uint32_t node_index, uint64_t now_ns) {
+    Node& node = nodes_[node_index];
+    if (node.leaf != kInvalid) return node.leaf;
+    if (node.kind == NodeKind::strict) {
+        for (uint64_t mask = node.backlog_mask; mask != 0; mask &= mask - 1) {
+            const uint32_t child =
+                child_ids_[node.first_child + static_cast<uint32_t>(std::countr_zero(mask))];
+            Node& child_node = nodes_[child];
+            if (child_node.shaper.enabled() && !child_node.shaper.conforms(now_ns)) continue;
+            const uint32_t leaf = pick(child, now_ns);
+            if (leaf != kInvalid) return leaf;
+        }
+        return kInvalid;
+    }
+    // DRR: a head with spent deficit gets one quantum (>= one max packet) and goes to the back,
+    // so each child is visited at most twice before one is chosen or all are found blocked.
+    for (uint32_t tries = 2 * node.active_count; tries > 0; --tries) {
+        const uint32_t child = node.active_head;
+        Node& child_node = nodes_[child];
+        if (child_node.deficit_bytes <= 0) {
+            child_node.deficit_bytes += child_node.quantum_bytes;
+            rotate_active(node);
+            continue;
+        }
+        if (!child_node.shaper.enabled() || child_node.shaper.conforms(now_ns)) {
+            const uint32_t leaf = pick(child, now_ns);
+            if (leaf != kInvalid) return leaf;
+        }
+        rotate_active(node);
+    }
+    return kInvalid;
+}
+
+// ---- hot path -----------------------------------------------------------------------------
+
+uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_ns,
+                            DroppedPacket* drops) {
+    uint32_t accepted = 0;
+    uint32_t dropped = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+        const Packet& packet = packets[i];
+        QueueCounters* charged = &port_drops_;
+        DropReason reason = DropReason::unknown_leaf;
+        if (packet.leaf < leaves_.size()) {
+            Leaf& leaf = leaves_[packet.leaf];
+            charged = &leaf.counters;
+            const uint32_t length = packet.length_bytes;
+            if (length == 0 || length > max_packet_bytes_) {
+                reason = DropReason::oversize;
+            } else if (leaf.packets >= leaf.limit_packets) {
+                reason = DropReason::queue_full_packets;
+            } else if (leaf.bytes + length > leaf.limit_bytes) {
+                reason = DropReason::queue_full_bytes;
+            } else if (pool_free_count_ == 0) {
+                reason = DropReason::pool_exhausted;
+            } else {
+                bool admit = true;
+                if (leaf.red.enabled && red_signal(leaf.red, leaf.bytes, rng_)) {
+                    if (mark_ce(packet)) {
+                        ++leaf.counters.ecn_marked_red;
+                    } else if (leaf.red.drop_non_ect) {
+                        admit = false;
+                        reason = DropReason::red_early;
+                    }
+                }
+                if (admit) {
+                    Packet stamped = packet;
+                    stamped.arrival_ns = now_ns;
+                    insert(leaf, stamped);
+                    ++leaf.counters.packets_in;
+                    leaf.counters.bytes_in += length;
+                    ++accepted;
+                    continue;
+                }
+            }
+        }
+        const auto reason_index = static_cast<uint32_t>(reason);
+        ++charged->drop_packets[reason_index];
+        charged->drop_bytes[reason_index] += packet.length_bytes;
+        drops[dropped++] = DroppedPacket{packet, reason};
+    }
+    return accepted;
+}
+
+bool Scheduler::dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out,
+                             DropSink& sink) {
+    if (!leaf.codel.enabled) return pop_flow(leaf, flow, out);
+    CodelQueue queue(*this, leaf, flow, sink);
+    const CodelVerdict verdict = codel_dequeue(codel_states_[flow], leaf.codel, queue, now_ns, out);
+    if (verdict.marked) ++leaf.counters.ecn_marked_codel;
+    return verdict.has_packet;
+}
+
+// fq_codel's flow choice: fresh (sparse) flows first, DRR by deficit across flows.
+bool Scheduler::dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink& sink) {
+    if (leaf.flow_mask == 0) return dequeue_flow(leaf, leaf.first_flow, now_ns, out, sink);
+    for (;;) {
+        const bool from_fresh = leaf.fresh_head != kInvalid;
+        const FlowList list = from_fresh ? FlowList::fresh : FlowList::old;
+        const uint32_t flow_index = from_fresh ? leaf.fresh_head : leaf.old_head;
+        if (flow_index == kInvalid) return false;
+        Flow& flow = flows_[flow_index];
+        if (flow.deficit_bytes <= 0) {
+            flow.deficit_bytes += static_cast<int32_t>(max_packet_bytes_);
+            pop_flow_list(leaf, list);
+            push_flow_list(leaf, FlowList::old, flow_index);
+            continue;
+        }
+        if (!dequeue_flow(leaf, flow_index, now_ns, out, sink)) {
+            pop_flow_list(leaf, list);
+            // An emptied fresh flow waits in the old list so that it cannot regain priority
+            // immediately by sending one packet at a time (fq_codel's anti-starvation rule).
+            if (from_fresh && leaf.old_head != kInvalid) {
+                push_flow_list(leaf, FlowList::old, flow_index);
+            }
+            continue;
+        }
+        flow.deficit_bytes -= static_cast<int32_t>(out.length_bytes);
+        return true;
+    }
+}
+
+void Scheduler::record_departure(Leaf& leaf, const Packet& packet, uint64_t now_ns) {
+    QueueCounters& counters = leaf.counters;
+    ++counters.packets_out;
+    counters.bytes_out += packet.length_bytes;
+    const uint64_t sojourn_ns = now_ns - packet.arrival_ns;
+    counters.sojourn_last_ns = sojourn_ns;
+    counters.sojourn_max_ns = std::max(counters.sojourn_max_ns, sojourn_ns);
+    counters.sojourn_sum_ns += sojourn_ns;
+    ++counters.sojourn_log2_histogram[histogram_bucket(sojourn_ns)];
+}
+
+DequeueResult Scheduler::dequeue(Packet* out, uint32_t max_packets, uint64_t now_ns,
+                                 DroppedPacket* drops, uint32_t drop_capacity) {
+    DropSink sink{drops, drop_capacity, 0};
+    uint32_t sent = 0;
+    Node& root = nodes_[root_];
+    while (sent < max_packets && root.backlog_packets > 0) {
+        if (root.shaper.enabled() && !root.shaper.conforms(now_ns)) break;
+        const uint32_t leaf_index = pick(root_, now_ns);
+        if (leaf_index == kInvalid) break;
+        Leaf& leaf = leaves_[leaf_index];
+        Packet& packet = out[sent];
+        if (!dequeue_leaf(leaf, now_ns, packet, sink)) continue;  // CoDel emptied the leaf
+        record_departure(leaf, packet, now_ns);
+        leave_subtree(leaf.node, packet.length_bytes, true);
+        ++sent;
+    }
+    return DequeueResult{sent, sink.count};
+}
+
+uint64_t Scheduler::eligible_time(uint32_t node_index, uint64_t now_ns) {
+    Node& node = nodes_[node_index];
+    const uint64_t own = node.shaper.enabled() ? node.shaper.conform_time_ns(now_ns) : now_ns;
+    if (node.leaf != kInvalid) return own;
+    uint64_t earliest_child = kNever;
+    if (node.kind == NodeKind::strict) {
+        for (uint64_t mask = node.backlog_mask; mask != 0; mask &= mask - 1) {
+            const uint32_t child =
+                child_ids_[node.first_child + static_cast<uint32_t>(std::countr_zero(mask))];
+            earliest_child = std::min(earliest_child, eligible_time(child, now_ns));
+        }
+    } else {
+        for (uint32_t child = node.active_head; child != kInvalid;
+             child = nodes_[child].next_active) {
+            earliest_child = std::min(earliest_child, eligible_time(child, now_ns));
+        }
+    }
+    return std::max(own, earliest_child);
+}
+
+uint64_t Scheduler::next_eligible_ns(uint64_t now_ns) {
+    if (nodes_[root_].backlog_packets == 0) return kNever;
+    return eligible_time(root_, now_ns);
+}
+
+// ---- runtime changes ----------------------------------------------------------------------
+
+std::optional<ValidationError> Scheduler::apply(const TreeSpec& spec) {
+    if (auto problem = validate(spec)) return problem;
+    if (spec.nodes.size() != spec_.nodes.size()) {
+        return ValidationError{"", "nodes", "node count changed: build a new tree and migrate"};
+    }
+    for (size_t i = 0; i < spec.nodes.size(); ++i) {
+        const NodeSpec& now = spec.nodes[i];
+        const NodeSpec& before = spec_.nodes[i];
+        const char* field = nullptr;
+        if (now.name != before.name) field = "name";
+        else if (now.kind != before.kind) field = "kind";
+        else if (now.parent != before.parent) field = "parent";
+        else if (now.priority != before.priority) field = "priority";
+        else if (now.kind == NodeKind::fq && now.fq_buckets != before.fq_buckets) field = "fq_buckets";
+        if (field != nullptr) {
+            return ValidationError{now.name, field,
+                                   "topology change: build a new tree and migrate"};
+        }
+    }
+    if (spec.max_packet_bytes < spec_.max_packet_bytes) {
+        return ValidationError{"", "max_packet_bytes",
+                               "cannot shrink at runtime (queued packets may be larger)"};
+    }
+    spec_ = spec;
+    configure_params(spec_);
+    return std::nullopt;
+}
+
+std::optional<ValidationError> Scheduler::migrate_from(Scheduler& old_tree) {
+    std::vector<uint16_t> destination(old_tree.leaves_.size());
+    for (uint32_t l = 0; l < old_tree.leaves_.size(); ++l) {
+        const std::string& name = old_tree.leaf_name(static_cast<uint16_t>(l));
+        std::optional<uint16_t> target = leaf_id(name);
+        if (!target && !spec_.default_leaf.empty()) target = leaf_id(spec_.default_leaf);
+        if (!target) {
+            return ValidationError{name, "default_leaf",
+                                   "leaf is gone from the new tree and no default_leaf is set"};
+        }
+        destination[l] = *target;
+    }
+    if (old_tree.queued_packets() > pool_free_count_) {
+        return ValidationError{"", "pool_packets", "new tree's pool cannot hold the queued packets"};
+    }
+    if (old_tree.max_packet_bytes_ > max_packet_bytes_) {
+        return ValidationError{"", "max_packet_bytes", "smaller than the old tree's"};
+    }
+    for (uint32_t l = 0; l < old_tree.leaves_.size(); ++l) {
+        Leaf& from = old_tree.leaves_[l];
+        if (from.packets == 0) continue;
+        Leaf& to = leaves_[destination[l]];
+        for (uint32_t f = 0; f <= from.flow_mask; ++f) {
+            const Flow& flow = old_tree.flows_[from.first_flow + f];
+            for (uint32_t slot = flow.head; slot != kInvalid; slot = old_tree.next_slot_[slot]) {
+                const Packet& packet = old_tree.slots_[slot];
+                insert(to, packet);
+                ++to.counters.packets_in;
+                to.counters.bytes_in += packet.length_bytes;
+                ++from.counters.migrated_out_packets;
+            }
+        }
+    }
+    old_tree.reset_queues();
+    return std::nullopt;
+}
+
+// ---- introspection ------------------------------------------------------------------------
+
+std::optional<uint32_t> Scheduler::node_id(std::string_view name) const {
+    for (uint32_t i = 0; i < spec_.nodes.size(); ++i) {
+        if (spec_.nodes[i].name == name) return i;
+    }
+    return std::nullopt;
+}
+
+std::optional<uint16_t> Scheduler::leaf_id(std::string_view name) const {
+    const std::optional<uint32_t> node = node_id(name);
+    if (!node || nodes_[*node].leaf == kInvalid) return std::nullopt;
+    return static_cast<uint16_t>(nodes_[*node].leaf);
+}
+
+const std::string& Scheduler::leaf_name(uint16_t leaf) const {
+    return spec_.nodes[leaves_[leaf].node].name;
+}
+
+QueueCounters Scheduler::leaf_counters(uint16_t leaf) const {
+    QueueCounters counters = leaves_[leaf].counters;
+    counters.depth_packets = leaves_[leaf].packets;
+    counters.depth_bytes = leaves_[leaf].bytes;
+    return counters;
+}
+
+QueueCounters Scheduler::node_counters(uint32_t node) const {
+    QueueCounters total;
+    for (uint32_t l = 0; l < leaves_.size(); ++l) {
+        for (uint32_t n = leaves_[l].node; n != kInvalid; n = nodes_[n].parent) {
+            if (n == node) {
+                total.add(leaf_counters(static_cast<uint16_t>(l)));
+                break;
+            }
+        }
+    }
+    if (node == root_) total.add(port_drops_);
+    return total;
+}
+
+}  // namespace twinlane::sched

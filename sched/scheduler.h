@@ -1,0 +1,181 @@
+// Hierarchical packet scheduler for one egress port: strict / DRR inner nodes, fifo / fq
+// leaves, token-bucket shapers on any node, tail limits, RED/ECN and CoDel per leaf.
+//
+// Build once from a validated TreeSpec (allocates everything: descriptor pool sized by the sum
+// of leaf limits or TreeSpec::pool_packets, fq buckets, counters). After that, enqueue/dequeue
+// never allocate, throw, lock, log or read a clock: time is the `now_ns` argument (monotonic ns).
+// Packets are copied by value into pool slots linked by 32-bit indices.
+//
+// Complexity per packet: enqueue O(depth); dequeue O(depth) when no shaper blocks the chosen
+// path, O(nodes) worst case when shapers make the scheduler skip capped subtrees (never
+// dependent on packet or flow counts); fq flow selection is amortised O(1) (DRR with
+// quantum >= max_packet_bytes). next_eligible_ns is O(backlogged nodes).
+//
+// Drops are handed back, never freed here: enqueue writes every refused packet to `drops`
+// (room for n required, n - accepted entries written); dequeue writes CoDel drops to `drops`
+// up to `drop_capacity` (when full, CoDel delivers instead of dropping).
+//
+// Thread-safety: single writer. One lcore owns the scheduler; apply()/migrate_from() run on that
+// lcore between bursts. Counters may be read from elsewhere with torn-read tolerance.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "sched/codel.h"
+#include "sched/counters.h"
+#include "sched/packet.h"
+#include "sched/red.h"
+#include "sched/token_bucket.h"
+#include "sched/tree_spec.h"
+
+namespace twinlane::sched {
+
+struct DequeueResult {
+    uint32_t packets = 0;  // written to `out`, in scheduling order
+    uint32_t dropped = 0;  // CoDel drops written to `drops`
+};
+
+class Scheduler {
+public:
+    static constexpr uint64_t kNever = UINT64_MAX;
+    static constexpr uint32_t kInvalid = UINT32_MAX;
+
+    struct BuildResult {
+        std::unique_ptr<Scheduler> scheduler;  // null on error
+        std::optional<ValidationError> error;
+    };
+    static BuildResult build(const TreeSpec& spec);
+
+    // Hot path ------------------------------------------------------------------------------
+    uint32_t enqueue(const Packet* packets, uint32_t count, uint64_t now_ns, DroppedPacket* drops);
+    DequeueResult dequeue(Packet* out, uint32_t max_packets, uint64_t now_ns, DroppedPacket* drops,
+                          uint32_t drop_capacity);
+    // Earliest time >= now_ns at which dequeue can return a packet; kNever when empty.
+    uint64_t next_eligible_ns(uint64_t now_ns);
+
+    // Runtime changes (owning lcore, between bursts) ----------------------------------------
+    // In-place update of weights, shapers, limits, CoDel/RED parameters, fq_sparse_first,
+    // max_packet_bytes and default_leaf. The topology (names, order, kinds, parents,
+    // priorities, fq_buckets) must be unchanged, otherwise build a new tree and migrate.
+    // Queued packets stay where they are: nothing is lost or reordered. Lowering a limit below
+    // the current depth only refuses new arrivals until the queue drains.
+    std::optional<ValidationError> apply(const TreeSpec& spec);
+
+    // Moves every queued packet of `old_tree` into this (freshly built) tree: leaf by name, or
+    // to this tree's default_leaf when the name is gone. Per-leaf and per-flow order and arrival
+    // times are kept; limits and AQM are bypassed (nothing is lost). All-or-nothing: fails
+    // without moving anything if a leaf has no destination or the pool lacks room.
+    std::optional<ValidationError> migrate_from(Scheduler& old_tree);
+
+    // Introspection (any time, off the hot path) --------------------------------------------
+    const TreeSpec& spec() const { return spec_; }
+    uint32_t node_count() const { return static_cast<uint32_t>(nodes_.size()); }
+    uint32_t leaf_count() const { return static_cast<uint32_t>(leaves_.size()); }
+    std::optional<uint32_t> node_id(std::string_view name) const;
+    std::optional<uint16_t> leaf_id(std::string_view name) const;
+    const std::string& leaf_name(uint16_t leaf) const;
+    QueueCounters leaf_counters(uint16_t leaf) const;
+    // Sum over the node's leaves (the root also includes unknown-leaf and oversize drops).
+    QueueCounters node_counters(uint32_t node) const;
+    uint64_t queued_packets() const { return nodes_[root_].backlog_packets; }
+    uint32_t pool_capacity() const { return static_cast<uint32_t>(slots_.size()); }
+    uint32_t pool_free() const { return pool_free_count_; }
+
+private:
+    struct Node {
+        NodeKind kind = NodeKind::fifo;
+        uint32_t parent = kInvalid;
+        uint32_t leaf = kInvalid;        // leaf index for fifo/fq nodes
+        uint32_t first_child = 0;        // into child_ids_; strict children sorted by priority
+        uint32_t child_count = 0;
+        uint32_t position_in_parent = 0; // bit in a strict parent's backlog mask
+        uint64_t backlog_packets = 0;    // packets queued in this subtree
+        TokenBucket shaper;
+        // As a child of a drr node.
+        int64_t deficit_bytes = 0;
+        uint32_t quantum_bytes = 0;
+        uint32_t next_active = kInvalid;
+        // As a drr node: FIFO ring of backlogged children. As a strict node: backlog mask.
+        uint32_t active_head = kInvalid;
+        uint32_t active_tail = kInvalid;
+        uint32_t active_count = 0;
+        uint64_t backlog_mask = 0;
+    };
+
+    enum class FlowList : uint8_t { none, fresh, old };
+
+    struct Flow {
+        uint32_t head = kInvalid;
+        uint32_t tail = kInvalid;
+        uint32_t packets = 0;
+        int32_t deficit_bytes = 0;
+        uint64_t bytes = 0;
+        uint32_t next = kInvalid;
+        FlowList list = FlowList::none;
+    };
+
+    struct Leaf {
+        uint32_t node = 0;
+        uint32_t first_flow = 0;
+        uint32_t flow_mask = 0;  // buckets - 1; 0 for fifo
+        uint32_t fresh_head = kInvalid, fresh_tail = kInvalid;
+        uint32_t old_head = kInvalid, old_tail = kInvalid;
+        uint32_t limit_packets = 0;
+        uint64_t limit_bytes = 0;
+        uint32_t packets = 0;
+        uint64_t bytes = 0;
+        bool sparse_first = true;
+        CodelParams codel;
+        RedParams red;
+        QueueCounters counters;
+    };
+
+    struct DropSink {
+        DroppedPacket* entries;
+        uint32_t capacity;
+        uint32_t count;
+    };
+
+    class CodelQueue;
+    friend class CodelQueue;
+
+    Scheduler() = default;
+    void configure_params(const TreeSpec& spec);
+
+    uint32_t allocate_slot();
+    void release_slot(uint32_t slot);
+    void insert(Leaf& leaf, const Packet& packet);
+    bool pop_flow(Leaf& leaf, uint32_t flow, Packet& out);
+    void push_flow_list(Leaf& leaf, FlowList list, uint32_t flow);
+    uint32_t pop_flow_list(Leaf& leaf, FlowList list);
+    void rotate_active(Node& parent);
+    uint32_t pick(uint32_t node, uint64_t now_ns);
+    bool dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink& sink);
+    bool dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out, DropSink& sink);
+    void leave_subtree(uint32_t leaf_node, uint32_t bytes, bool departed);
+    void activate(uint32_t node);
+    uint64_t eligible_time(uint32_t node, uint64_t now_ns);
+    void record_departure(Leaf& leaf, const Packet& packet, uint64_t now_ns);
+    void reset_queues();
+
+    TreeSpec spec_;
+    std::vector<Node> nodes_;
+    std::vector<uint32_t> child_ids_;
+    std::vector<Leaf> leaves_;
+    std::vector<Flow> flows_;
+    std::vector<CodelState> codel_states_;  // parallel to flows_
+    std::vector<Packet> slots_;
+    std::vector<uint32_t> next_slot_;
+    uint32_t free_slot_head_ = kInvalid;
+    uint32_t pool_free_count_ = 0;
+    uint32_t root_ = 0;
+    uint32_t max_packet_bytes_ = 0;
+    DeterministicRng rng_;
+    QueueCounters port_drops_;  // unknown-leaf and oversize drops (no leaf to charge)
+};
+
+}  // namespace twinlane::sched
