@@ -1,0 +1,126 @@
+// Classifier: parse + classify packets into lanes (class ids), per packet or per burst.
+//
+// Per packet: parse (parser.h) → malformed? policy → later IPv4/IPv6 fragment? follow the first
+// fragment's decision (fragment_cache.h) → flow table hit? cached decision : explicit rules
+// (rule_table.h) then heuristics (RoCEv2, DSCP map, model-serving ports, default) → elephant
+// detection → class changes applied only at a gap of reclass_gap_ns in the flow (no
+// reordering, see README.md) → counters. Explicit rules take precedence over heuristics.
+//
+// Time is an argument (now_ns, nanoseconds, monotonic); the classifier never reads a clock.
+// No allocation, exception, lock, syscall or virtual call per packet.
+//
+// Frames: `header_bytes` readable bytes at `frame` (the first mbuf segment, or headers
+// linearised into a stack buffer of e.g. 256 bytes) and `wire_length`, the full frame length.
+// The single-length overloads use the same value for both.
+//
+// Threading: one Classifier per RX lcore, single-threaded. Construction allocates everything
+// (flow table, fragment cache, counters) and throws std::invalid_argument if the config does
+// not validate. use_rules() and expire_flows() are for the owning lcore between bursts.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "classifier/config.h"
+#include "classifier/flow_table.h"
+#include "classifier/fragment_cache.h"
+#include "classifier/parser.h"
+#include "classifier/result.h"
+#include "classifier/rule_table.h"
+
+namespace twinlane::classifier {
+
+inline constexpr uint32_t kMaxBurst = 32;  // classify_burst works in chunks of this many
+
+struct ClassCounters {
+    uint64_t packets = 0;
+    uint64_t bytes = 0;
+    uint64_t drops = 0;  // malformed packets dropped by policy (counted in packets too)
+};
+
+struct RuleCounters {
+    uint64_t packets = 0;
+    uint64_t bytes = 0;
+};
+
+struct ClassifierCounters {
+    std::vector<ClassCounters> per_class;  // by class id
+    std::vector<RuleCounters> per_rule;    // by rule index of the current rule table
+    std::array<uint64_t, kMalformedReasonCount> malformed{};  // by MalformedReason
+    std::array<uint64_t, kMatchSourceCount> per_source{};     // packets by MatchSource
+    uint64_t flow_inserts = 0;
+    uint64_t flow_overflows = 0;       // new flows not cached because the table was full
+    uint64_t flows_expired = 0;
+    uint64_t fragments_followed = 0;   // later fragments that found their first fragment
+    uint64_t fragments_unmatched = 0;  // later fragments classified on the 3-tuple
+    uint64_t elephants_detected = 0;
+    uint64_t elephant_demotions = 0;   // flows moved to bulk_class
+    uint64_t elephant_returns = 0;     // flows moved back after going quiet
+    uint64_t reclassifications = 0;    // class changes applied (demotions, returns, new rules)
+    uint64_t reclass_deferred = 0;     // packets kept in the old class awaiting a gap
+};
+
+class Classifier {
+public:
+    explicit Classifier(const ClassifierConfig& config);
+    Classifier(const Classifier&) = delete;
+    Classifier& operator=(const Classifier&) = delete;
+
+    Result classify(const uint8_t* frame, uint32_t length, uint16_t ingress_port,
+                    uint64_t now_ns) {
+        return classify(frame, length, length, ingress_port, now_ns);
+    }
+    Result classify(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
+                    uint16_t ingress_port, uint64_t now_ns);
+
+    // Classifies `count` frames into out[0..count), then runs one bounded ageing step.
+    void classify_burst(const uint8_t* const* frames, const uint32_t* lengths, uint32_t count,
+                        uint16_t ingress_port, uint64_t now_ns, Result* out) {
+        classify_burst(frames, lengths, lengths, count, ingress_port, now_ns, out);
+    }
+    void classify_burst(const uint8_t* const* frames, const uint32_t* header_bytes,
+                        const uint32_t* wire_lengths, uint32_t count, uint16_t ingress_port,
+                        uint64_t now_ns, Result* out);
+
+    // Ageing step: removes flows idle for flow_idle_timeout_ns, visiting at most max_visits.
+    uint32_t expire_flows(uint64_t now_ns, uint32_t max_visits);
+
+    // Switches to another compiled rule table (kept alive by the caller until this lcore has
+    // moved on, e.g. via RCU). Cached flows re-evaluate on their next packet; a resulting class
+    // change waits for a gap like any reclassification. Resets (and may allocate) per-rule
+    // counters: call between bursts, not per packet.
+    void use_rules(const CompiledRuleTable& rules);
+
+    const CompiledRuleTable& rules() const { return *rules_; }
+    const ClassifierCounters& counters() const { return counters_; }
+    const FlowTable& flows() const { return flows_; }
+    const ClassifierConfig& config() const { return config_; }
+
+private:
+    struct Prepared {
+        ParsedPacket parsed;
+        PacketKey key;
+        uint32_t hash;
+    };
+
+    void prepare(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
+                 uint16_t ingress_port, Prepared& prepared) const;
+    Result finish(const Prepared& prepared, uint32_t wire_length, uint64_t now_ns);
+    FlowDecision decide(const PacketKey& key) const;
+    void update_flow(FlowEntry& entry, uint32_t wire_length, uint64_t now_ns, bool fresh);
+    void count(const Result& result, uint32_t wire_length);
+
+    ClassifierConfig config_;
+    ParserOptions parser_options_;
+    CompiledRuleTable owned_rules_;
+    const CompiledRuleTable* rules_;
+    uint64_t rules_epoch_ = 1;
+    std::array<uint8_t, 64> dscp_class_{};           // kNoClass when unmapped
+    std::vector<uint64_t> serving_port_bits_;        // 65536-bit set
+    FlowTable flows_;
+    FragmentCache fragments_;
+    ClassifierCounters counters_;
+};
+
+}  // namespace twinlane::classifier

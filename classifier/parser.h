@@ -1,0 +1,75 @@
+// Packet header parser over a byte span. Bounded: it never reads outside [data, data +
+// header_bytes), walks at most max_vlan_depth VLAN tags and kMaxIpv6ExtensionHeaders IPv6
+// extension headers, and descends into at most one VXLAN encapsulation.
+//
+// Two lengths: `header_bytes` is how many bytes are readable at `data`; `wire_length` is the
+// frame's full length (they differ when the dataplane linearises only the first bytes of a
+// multi-segment mbuf into a small stack buffer, e.g. 256 bytes). Header reads are bounded by
+// header_bytes; IP/UDP length fields are checked against wire_length.
+//
+// Parses: Ethernet, 802.1Q/802.1ad stacked VLANs, IPv4 (options, fragments), IPv6 (hop-by-hop,
+// routing, fragment, destination options, AH), TCP, UDP, ICMP/ICMPv6, RoCEv2 BTH (UDP 4791),
+// VXLAN (UDP 4789) inner Ethernet/IP/L4 when enabled. Non-IP ethertypes are not malformed.
+// Pure function, no allocation, thread-safe.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "classifier/malformed_reason.h"
+
+namespace twinlane::classifier {
+
+inline constexpr unsigned kMaxIpv6ExtensionHeaders = 8;
+inline constexpr unsigned kMaxVlanDepthLimit = 8;
+
+struct ParserOptions {
+    uint8_t max_vlan_depth = 2;  // 1..kMaxVlanDepthLimit stacked tags accepted
+    bool vxlan_inner = false;    // parse VXLAN inner headers and classify on them
+    uint16_t vxlan_port = 4789;  // UDP destination port of VXLAN
+    uint16_t roce_port = 4791;   // UDP destination port of RoCEv2
+};
+
+enum class Fragment : uint8_t { none, first, later };
+
+struct ParsedPacket {
+    MalformedReason malformed = MalformedReason::none;
+
+    // Outer frame: what ECN marking and DSCP remarking touch.
+    uint16_t l3_offset = 0;   // offset of the outer IP header in the frame (valid if ip_version)
+    uint8_t ip_version = 0;   // 0 (not IP), 4 or 6
+    uint8_t dscp = 0;         // outer DSCP (0..63)
+    uint8_t ecn = 0;          // outer ECN bits (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE)
+    uint16_t vlan_id = 0;     // outermost VLAN id, 0 if untagged
+    uint8_t vlan_count = 0;
+    bool vxlan = false;
+    uint32_t vni = 0;
+
+    // Classified packet (the inner one when VXLAN inner parsing applied).
+    uint16_t flow_l3_offset = 0;
+    uint8_t flow_ip_version = 0;
+    uint8_t flow_dscp = 0;
+    std::array<uint8_t, 16> src_address{};  // IPv4: first 4 bytes
+    std::array<uint8_t, 16> dst_address{};
+    uint8_t ip_protocol = 0;   // final upper-layer protocol after IPv6 extension headers
+    uint16_t src_port = 0;     // TCP/UDP only
+    uint16_t dst_port = 0;
+    uint8_t icmp_type = 0;
+    uint8_t icmp_code = 0;
+    Fragment fragment = Fragment::none;
+    uint32_t fragment_id = 0;  // IPv4 identification or IPv6 fragment identification
+    bool roce = false;
+    uint8_t bth_opcode = 0;
+    uint32_t dest_qp = 0;      // 24-bit RoCEv2 destination QP
+};
+
+// Returns out.malformed. `out` is fully overwritten.
+MalformedReason parse_packet(const uint8_t* data, uint32_t header_bytes, uint32_t wire_length,
+                             const ParserOptions& options, ParsedPacket& out);
+
+inline MalformedReason parse_packet(const uint8_t* data, uint32_t length,
+                                    const ParserOptions& options, ParsedPacket& out) {
+    return parse_packet(data, length, length, options, out);
+}
+
+}  // namespace twinlane::classifier
