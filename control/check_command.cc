@@ -1,0 +1,35 @@
+#include "control/check_command.h"
+
+#include <memory>
+
+#include "control/policy.h"
+
+namespace twinlane::control {
+
+int run_check(const std::string& policy_path, std::ostream& out, std::ostream& err) {
+    const PolicyResult result = load_policy(policy_path);
+    if (!result.ok()) {
+        for (const PolicyError& error : result.errors) err << error.to_string() << '\n';
+        err.flush();
+        return 1;
+    }
+    const Policy& policy = *result.policy;
+    out << "OK: " << policy_path << ": " << policy.ports.size() << " ports, "
+        << policy.classes.size() << " classes, " << policy.classifier.rules.size() << " rules\n";
+    out.flush();
+    return 0;
+}
+
+CLI::App* add_check_command(CLI::App& app, std::ostream& out, std::ostream& err) {
+    CLI::App* check = app.add_subcommand("check", "Validate a policy file and report every problem");
+    // Owned by the callback, which the subcommand keeps as long as the app lives.
+    auto policy_path = std::make_shared<std::string>();
+    check->add_option("-c,--config", *policy_path, "Policy file (YAML)")->required();
+    check->callback([policy_path, &out, &err] {
+        const int code = run_check(*policy_path, out, err);
+        if (code != 0) throw CLI::RuntimeError(code);
+    });
+    return check;
+}
+
+}  // namespace twinlane::control
