@@ -1,0 +1,37 @@
+// The queueing discipline a replay drives: twinlane's scheduler, a FIFO, or DPDK's rte_sched.
+// The replay engine owns the packets; a discipline holds sched::Packet descriptors whose
+// `handle` is the engine's slot number. Drops are handed back with a reason name (a string
+// with static storage) so that the report can break them down per discipline.
+// Not on a realtime path: one virtual call per packet is fine here. Single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "sched/packet.h"
+
+namespace twinlane::replay {
+
+struct ReplayDrop {
+    sched::Packet packet;
+    const char* reason;
+};
+
+class Discipline {
+public:
+    virtual ~Discipline() = default;
+    virtual std::string_view name() const = 0;
+    // Offers one packet of class `class_id` and job `job_id` arriving at `now_ns`; a refused
+    // packet is appended to `drops`.
+    virtual void enqueue(sched::Packet packet, uint8_t class_id, uint32_t job_id, uint64_t now_ns,
+                         std::vector<ReplayDrop>& drops) = 0;
+    // Takes the next packet to transmit at `now_ns`, if any is eligible. Packets discarded on
+    // the way (AQM) are appended to `drops`.
+    virtual bool dequeue(uint64_t now_ns, sched::Packet& out, std::vector<ReplayDrop>& drops) = 0;
+    // Earliest time >= now_ns at which dequeue may return a packet; UINT64_MAX when empty.
+    virtual uint64_t next_eligible_ns(uint64_t now_ns) = 0;
+    virtual uint64_t queued_packets() const = 0;
+};
+
+}  // namespace twinlane::replay

@@ -1,0 +1,119 @@
+#include "replay/gen_command.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "replay/pcap_io.h"
+#include "control/units.h"
+
+namespace twinlane::replay {
+namespace {
+
+// Adapts a control/units parser (value or reason) to a CLI11 validator (empty or reason).
+template <typename Parser>
+CLI::Validator parsed_by(Parser parser, const std::string& description) {
+    return CLI::Validator(
+        [parser](std::string& text) -> std::string {
+            const auto result = parser(text);
+            return result ? std::string() : result.error();
+        },
+        description);
+}
+
+struct GenArguments {
+    GenOptions options;
+    std::string link_rate = "10G";
+    std::string duration = "50ms";
+};
+
+}  // namespace
+
+std::string format_gen_summary(const GenSummary& summary) {
+    std::string table = fmt::format("{:<24} {:>10} {:>14} {:>10} {:>8}\n", "component", "packets",
+                                    "bytes", "Gb/s", "load");
+    const auto row = [&](const std::string& name, const PacketByteCount& sent) {
+        const double bps = summary.duration_ns == 0
+                               ? 0.0
+                               : static_cast<double>(sent.bytes) * 8e9 /
+                                     static_cast<double>(summary.duration_ns);
+        table += fmt::format("{:<24} {:>10} {:>14} {:>10.3f} {:>8.3f}\n", name, sent.packets,
+                             sent.bytes, bps / 1e9, bps / summary.link_rate_bps);
+    };
+    for (const ComponentSummary& component : summary.components) {
+        if (component.sent.packets > 0) row("  " + component.name, component.sent);
+    }
+    for (size_t job = 0; job < summary.per_job.size(); ++job) {
+        row("job" + std::to_string(job), summary.per_job[job]);
+    }
+    for (size_t c = 0; c < kTrafficClassCount; ++c) {
+        row(traffic_class_name(static_cast<TrafficClass>(c)), summary.per_class[c]);
+    }
+    row("total", summary.total);
+    table += fmt::format("link {:.3f} Gb/s, duration {:.3f} ms (loads are frame bytes / link)\n",
+                         summary.link_rate_bps / 1e9,
+                         static_cast<double>(summary.duration_ns) / 1e6);
+    return table;
+}
+
+void add_gen_command(CLI::App& app, std::ostream& out) {
+    auto arguments = std::make_shared<GenArguments>();
+    GenOptions& options = arguments->options;
+    CLI::App* gen = app.add_subcommand(
+        "gen", "Generate a deterministic mixed AI workload (training, inference, other) as pcap");
+    gen->add_option("-o,--output", options.output_path, "Output pcap (nanosecond timestamps)")
+        ->required();
+    gen->add_option("--link-rate", arguments->link_rate, "Bottleneck link rate, e.g. 10G, 400M")
+        ->check(parsed_by(control::parse_rate_bits_per_sec, "RATE"))
+        ->capture_default_str();
+    gen->add_option("--duration", arguments->duration, "Trace duration, e.g. 50ms, 500us, 2s")
+        ->check(parsed_by(control::parse_duration_ns, "DURATION"))
+        ->capture_default_str();
+    gen->add_option("--training-load", options.training_load,
+                    "Training offered load, fraction of the link")
+        ->check(CLI::Range(0.0, 10.0))
+        ->capture_default_str();
+    gen->add_option("--inference-load", options.inference_load,
+                    "Inference offered load, fraction of the link")
+        ->check(CLI::Range(0.0, 10.0))
+        ->capture_default_str();
+    gen->add_option("--other-load", options.other_load, "Other offered load, fraction of the link")
+        ->check(CLI::Range(0.0, 10.0))
+        ->capture_default_str();
+    gen->add_option("--jobs", options.training_jobs, "Training jobs")
+        ->check(CLI::Range(0, 64))
+        ->capture_default_str();
+    gen->add_option("--flows-per-job", options.flows_per_job, "Flows (ranks) per training job")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    gen->add_option("--clients", options.inference_clients, "Inference clients")
+        ->check(CLI::Range(0, 4000))
+        ->capture_default_str();
+    gen->add_option("--seed", options.seed, "PRNG seed (same seed, same bytes)")
+        ->capture_default_str();
+    gen->add_option("--ipv6-fraction", options.ipv6_fraction,
+                    "Share of inference clients using IPv6")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
+
+    gen->callback([arguments, &out]() {
+        GenOptions run = arguments->options;
+        // Both strings passed their validators, so the results hold values.
+        run.link_rate_bps =
+            static_cast<double>(*control::parse_rate_bits_per_sec(arguments->link_rate));
+        run.duration_ns = *control::parse_duration_ns(arguments->duration);
+        GenSummary summary;
+        try {
+            summary = write_traffic_pcap(run);
+        } catch (const std::invalid_argument& error) {
+            throw CLI::ValidationError("gen", error.what());
+        } catch (const PcapError& error) {
+            throw CLI::RuntimeError(error.what(), 1);
+        }
+        out << "wrote " << summary.total.packets << " packets to " << run.output_path << "\n"
+            << format_gen_summary(summary);
+    });
+}
+
+}  // namespace twinlane::replay

@@ -1,0 +1,203 @@
+#include "replay/replay_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace twinlane::replay {
+namespace {
+
+double percentile_us(std::vector<uint64_t>& sorted, double q) {
+    if (sorted.empty()) return 0;
+    // Nearest-rank: the smallest value with at least q of the samples at or below it.
+    const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+    return static_cast<double>(sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1]) / 1e3;
+}
+
+template <typename Map>
+double jain(const Map& bytes) {
+    double sum = 0, sum_sq = 0;
+    for (const auto& [key, b] : bytes) {
+        sum += static_cast<double>(b);
+        sum_sq += static_cast<double>(b) * static_cast<double>(b);
+    }
+    if (bytes.empty() || sum_sq == 0) return 0;
+    return sum * sum / (static_cast<double>(bytes.size()) * sum_sq);
+}
+
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+}  // namespace
+
+ReplayReport::ReplayReport(std::string discipline, uint64_t link_rate_bps,
+                           std::vector<std::string> classes, uint8_t bulk_class,
+                           uint64_t series_interval_ns)
+    : discipline_(std::move(discipline)), link_rate_bps_(link_rate_bps), bulk_class_(bulk_class),
+      series_interval_ns_(series_interval_ns) {
+    for (auto& name : classes) {
+        ClassStats c;
+        c.name = std::move(name);
+        classes_.push_back(std::move(c));
+    }
+}
+
+void ReplayReport::on_arrival(uint8_t class_id, uint32_t frame_bytes, uint64_t now_ns) {
+    ++rx_packets_;
+    first_arrival_ns_ = std::min(first_arrival_ns_, now_ns);
+    ClassStats& c = classes_.at(class_id);
+    ++c.rx_packets;
+    c.rx_bytes += frame_bytes;
+}
+
+void ReplayReport::on_drop(uint8_t class_id, const char* reason) {
+    ++dropped_by_reason_[reason];
+    ++classes_.at(class_id).drops;
+}
+
+void ReplayReport::on_departure(uint8_t class_id, uint32_t frame_bytes, uint64_t arrival_ns,
+                                uint64_t departure_ns, bool ecn_marked_here, uint32_t flow_hash,
+                                uint32_t job_id) {
+    ++tx_packets_;
+    ClassStats& c = classes_.at(class_id);
+    ++c.tx_packets;
+    c.tx_bytes += frame_bytes;
+    if (ecn_marked_here) ++c.ecn_marked;
+    c.latencies_ns.push_back(departure_ns - arrival_ns);
+    const uint64_t start = first_arrival_ns_ == UINT64_MAX ? 0 : first_arrival_ns_;
+    const size_t interval = static_cast<size_t>((departure_ns - std::min(start, departure_ns)) /
+                                                series_interval_ns_);
+    if (c.throughput_bytes.size() <= interval) c.throughput_bytes.resize(interval + 1, 0);
+    c.throughput_bytes[interval] += frame_bytes;
+    if (class_id == bulk_class_ && departure_ns <= input_end_ns_) {
+        bulk_flow_bytes_[flow_hash] += frame_bytes;
+        bulk_job_bytes_[job_id] += frame_bytes;
+    }
+}
+
+void ReplayReport::on_finish(uint64_t queued_at_end, uint64_t end_ns) {
+    queued_at_end_ = queued_at_end;
+    end_ns_ = end_ns;
+    for (auto& c : classes_) std::sort(c.latencies_ns.begin(), c.latencies_ns.end());
+}
+
+uint64_t ReplayReport::dropped_packets() const {
+    uint64_t total = 0;
+    for (const auto& [reason, n] : dropped_by_reason_) total += n;
+    return total;
+}
+
+LatencySummary ReplayReport::latency(size_t class_id) const {
+    auto sorted = classes_.at(class_id).latencies_ns;  // sorted by on_finish
+    LatencySummary s;
+    s.p50_us = percentile_us(sorted, 0.50);
+    s.p90_us = percentile_us(sorted, 0.90);
+    s.p99_us = percentile_us(sorted, 0.99);
+    s.p999_us = percentile_us(sorted, 0.999);
+    s.max_us = sorted.empty() ? 0 : static_cast<double>(sorted.back()) / 1e3;
+    return s;
+}
+
+double ReplayReport::jain_flows() const { return jain(bulk_flow_bytes_); }
+double ReplayReport::jain_jobs() const { return jain(bulk_job_bytes_); }
+
+nlohmann::json ReplayReport::to_json() const {
+    using nlohmann::json;
+    const uint64_t start = first_arrival_ns_ == UINT64_MAX ? 0 : first_arrival_ns_;
+    const double duration_s = static_cast<double>(end_ns_ - std::min(start, end_ns_)) / 1e9;
+    json dropped = json::object();
+    for (const auto& [reason, n] : dropped_by_reason_) dropped[reason] = n;
+    json classes = json::object();
+    for (size_t i = 0; i < classes_.size(); ++i) {
+        const ClassStats& c = classes_[i];
+        const LatencySummary l = latency(i);
+        json cdf = json::array();
+        // About 200 points spread over ranks (dense at the tail, where latency matters).
+        const size_t n = c.latencies_ns.size();
+        if (n != 0) {
+            for (int k = 0; k <= 200; ++k) {
+                const double q = 1.0 - std::pow(10.0, -4.0 * k / 200.0);
+                const size_t idx = std::min(n - 1, static_cast<size_t>(q * static_cast<double>(n)));
+                cdf.push_back({static_cast<double>(c.latencies_ns[idx]) / 1e3,
+                               static_cast<double>(idx + 1) / static_cast<double>(n)});
+            }
+        }
+        json series = json::array();
+        for (uint64_t b : c.throughput_bytes)
+            series.push_back(static_cast<double>(b) * 8e9 / static_cast<double>(series_interval_ns_));
+        classes[c.name] = {
+            {"rx_packets", c.rx_packets},
+            {"rx_bytes", c.rx_bytes},
+            {"tx_packets", c.tx_packets},
+            {"tx_bytes", c.tx_bytes},
+            {"drops", c.drops},
+            {"ecn_marked", c.ecn_marked},
+            {"throughput_bps",
+             duration_s > 0 ? static_cast<double>(c.tx_bytes) * 8 / duration_s : 0.0},
+            {"latency_us",
+             {{"p50", round3(l.p50_us)},
+              {"p90", round3(l.p90_us)},
+              {"p99", round3(l.p99_us)},
+              {"p999", round3(l.p999_us)},
+              {"max", round3(l.max_us)}}},
+            {"latency_cdf_us", cdf},
+            {"throughput_series",
+             {{"interval_s", static_cast<double>(series_interval_ns_) / 1e9}, {"bps", series}}},
+        };
+    }
+    return {
+        {"discipline", discipline_},
+        {"link_rate_bps", link_rate_bps_},
+        {"duration_s", duration_s},
+        {"totals",
+         {{"rx_packets", rx_packets_},
+          {"tx_packets", tx_packets_},
+          {"dropped", dropped},
+          {"queued_at_end", queued_at_end_},
+          {"malformed", malformed_}}},
+        {"classes", classes},
+        {"fairness",
+         {{"class", classes_.at(bulk_class_).name},
+          {"jain_flows", round3(jain_flows())},
+          {"jain_jobs", round3(jain_jobs())},
+          {"flows", bulk_flow_bytes_.size()},
+          {"jobs", bulk_job_bytes_.size()}}},
+    };
+}
+
+std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
+    std::string out;
+    char line[256];
+    std::snprintf(line, sizeof line, "%-10s %-10s %10s %10s %8s %8s %10s %10s %10s %10s\n",
+                  "discipline", "class", "rx", "tx", "drops", "ecn", "Gbit/s", "p50 us",
+                  "p99 us", "p999 us");
+    out += line;
+    for (const ReplayReport* r : reports) {
+        const nlohmann::json j = r->to_json();
+        for (size_t i = 0; i < r->classes().size(); ++i) {
+            const ClassStats& c = r->classes()[i];
+            const LatencySummary l = r->latency(i);
+            std::snprintf(line, sizeof line,
+                          "%-10s %-10s %10llu %10llu %8llu %8llu %10.3f %10.1f %10.1f %10.1f\n",
+                          r->discipline().c_str(), c.name.c_str(),
+                          static_cast<unsigned long long>(c.rx_packets),
+                          static_cast<unsigned long long>(c.tx_packets),
+                          static_cast<unsigned long long>(c.drops),
+                          static_cast<unsigned long long>(c.ecn_marked),
+                          j["classes"][c.name]["throughput_bps"].get<double>() / 1e9, l.p50_us,
+                          l.p99_us, l.p999_us);
+            out += line;
+        }
+        std::snprintf(line, sizeof line,
+                      "%-10s %-10s jain(flows) %.3f  jain(jobs) %.3f  rx %llu = tx %llu + dropped "
+                      "%llu + queued %llu\n",
+                      r->discipline().c_str(), "fairness", r->jain_flows(), r->jain_jobs(),
+                      static_cast<unsigned long long>(r->rx_packets()),
+                      static_cast<unsigned long long>(r->tx_packets()),
+                      static_cast<unsigned long long>(r->dropped_packets()),
+                      static_cast<unsigned long long>(r->queued_at_end()));
+        out += line;
+    }
+    return out;
+}
+
+}  // namespace twinlane::replay

@@ -1,0 +1,50 @@
+// twinlane's own hierarchical scheduler (sched::Scheduler) as a replay discipline. The packet's
+// class and job pick its leaf through `leaf_of`, exactly as in the realtime dataplane; one
+// dequeue per free link slot. Single-threaded.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+
+#include "replay/discipline.h"
+#include "sched/scheduler.h"
+
+namespace twinlane::replay {
+
+class SchedulerDiscipline final : public Discipline {
+public:
+    using LeafOf = std::function<uint16_t(uint8_t class_id, uint32_t job_id)>;
+
+    SchedulerDiscipline(std::unique_ptr<sched::Scheduler> scheduler, LeafOf leaf_of)
+        : scheduler_(std::move(scheduler)), leaf_of_(std::move(leaf_of)) {}
+
+    std::string_view name() const override { return "twinlane"; }
+    void enqueue(sched::Packet packet, uint8_t class_id, uint32_t job_id, uint64_t now_ns,
+                 std::vector<ReplayDrop>& drops) override {
+        packet.leaf = leaf_of_(class_id, job_id);
+        sched::DroppedPacket dropped[1];
+        if (scheduler_->enqueue(&packet, 1, now_ns, dropped) == 0)
+            drops.push_back({dropped[0].packet, sched::to_string(dropped[0].reason)});
+    }
+    bool dequeue(uint64_t now_ns, sched::Packet& out, std::vector<ReplayDrop>& drops) override {
+        std::array<sched::DroppedPacket, 64> dropped;
+        const sched::DequeueResult r =
+            scheduler_->dequeue(&out, 1, now_ns, dropped.data(), dropped.size());
+        for (uint32_t i = 0; i < r.dropped; ++i)
+            drops.push_back({dropped[i].packet, sched::to_string(dropped[i].reason)});
+        return r.packets == 1;
+    }
+    uint64_t next_eligible_ns(uint64_t now_ns) override {
+        const uint64_t t = scheduler_->next_eligible_ns(now_ns);
+        return t == sched::Scheduler::kNever ? UINT64_MAX : t;
+    }
+    uint64_t queued_packets() const override { return scheduler_->queued_packets(); }
+    const sched::Scheduler& scheduler() const { return *scheduler_; }
+
+private:
+    std::unique_ptr<sched::Scheduler> scheduler_;
+    LeafOf leaf_of_;
+};
+
+}  // namespace twinlane::replay
