@@ -531,7 +531,8 @@ std::optional<ValidationError> Scheduler::migrate_from(Scheduler& old_tree) {
         for (uint32_t f = 0; f <= from.flow_mask; ++f) {
             const Flow& flow = old_tree.flows_[from.first_flow + f];
             for (uint32_t slot = flow.head; slot != kInvalid; slot = old_tree.next_slot_[slot]) {
-                const Packet& packet = old_tree.slots_[slot];
+                Packet packet = old_tree.slots_[slot];
+                packet.leaf = destination[l];  // the descriptor names the leaf it is queued in
                 insert(to, packet);
                 ++to.counters.packets_in;
                 to.counters.bytes_in += packet.length_bytes;

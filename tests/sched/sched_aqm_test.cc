@@ -1,0 +1,241 @@
+// CoDel timing, CoDel/RED ECN marking and RED drops, through the scheduler in virtual time.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sched/scheduler.h"
+#include "sched_test_util.h"
+
+namespace twinlane::sched {
+namespace {
+
+using testing::build_or_fail;
+using testing::make_leaf;
+using testing::make_packet;
+
+constexpr uint64_t kMs = 1'000'000;
+
+TreeSpec codel_tree(bool ecn) {
+    TreeSpec spec;
+    spec.nodes.push_back(make_leaf("q", NodeKind::fifo, "", 100000));
+    spec.nodes.back().codel = CodelSpec{true, 5 * kMs, 100 * kMs, ecn};
+    return spec;
+}
+
+// Expected signal times on a 1 ms dequeue grid for a queue whose sojourn grows 1 ms per ms:
+// first after sojourn >= target for one interval, then drop_next += interval / sqrt(count).
+std::vector<uint64_t> expected_signal_times_ms(int signals) {
+    std::vector<uint64_t> times;
+    const double first = 5.0 + 100.0;  // target first exceeded at t=5 ms, plus one interval
+    times.push_back(static_cast<uint64_t>(first));
+    double drop_next = first + 100.0;
+    for (int count = 2; static_cast<int>(times.size()) < signals; ++count) {
+        times.push_back(static_cast<uint64_t>(std::ceil(drop_next)));
+        drop_next += 100.0 / std::sqrt(static_cast<double>(count));
+    }
+    return times;
+}
+
+// Packets arrive at t=0 (a standing queue), one dequeue per ms. Returns the ms at which each
+// CoDel signal (drop or CE mark) happened.
+std::vector<uint64_t> run_codel(Scheduler& scheduler, bool ect, std::vector<std::vector<uint8_t>>& headers) {
+    std::vector<Packet> arrivals;
+    headers.reserve(3000);
+    for (uint64_t i = 0; i < 3000; ++i) {
+        Packet packet = make_packet(0, 1000, 0, i);
+        if (ect) {
+            headers.push_back(testing::make_ipv4_header(0x01));
+            packet.l3 = headers.back().data();
+            packet.ip_version = 4;
+        }
+        arrivals.push_back(packet);
+    }
+    std::vector<DroppedPacket> drops(3000);
+    EXPECT_EQ(scheduler.enqueue(arrivals.data(), 3000, 0, drops.data()), 3000u);
+    std::vector<uint64_t> signal_times;
+    uint64_t marks_seen = 0;
+    std::vector<Packet> out(1);
+    for (uint64_t ms = 0; ms < 1000; ++ms) {
+        const DequeueResult result = scheduler.dequeue(out.data(), 1, ms * kMs, drops.data(), 16);
+        EXPECT_EQ(result.packets, 1u);
+        for (uint32_t d = 0; d < result.dropped; ++d) {
+            EXPECT_EQ(drops[d].reason, DropReason::codel);
+            signal_times.push_back(ms);
+        }
+        const uint64_t marks = scheduler.leaf_counters(0).ecn_marked_codel;
+        if (marks > marks_seen) {
+            EXPECT_EQ(read_ecn(out[0]), EcnCodepoint::ce);
+            EXPECT_EQ(ipv4_header_checksum(out[0].l3, 20),
+                      static_cast<uint16_t>((out[0].l3[10] << 8) | out[0].l3[11]));
+            signal_times.push_back(ms);
+            marks_seen = marks;
+        }
+    }
+    return signal_times;
+}
+
+TEST(CodelTest, FirstDropAfterIntervalThenInverseSqrtSpacing) {
+    auto scheduler = build_or_fail(codel_tree(true));
+    std::vector<std::vector<uint8_t>> headers;
+    const std::vector<uint64_t> times = run_codel(*scheduler, false, headers);  // Not-ECT: drops
+    const std::vector<uint64_t> expected = expected_signal_times_ms(12);
+    ASSERT_GE(times.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(times[i], expected[i]) << "signal " << i;
+    const QueueCounters counters = scheduler->leaf_counters(0);
+    EXPECT_EQ(counters.drops(DropReason::codel), times.size());
+    EXPECT_EQ(counters.ecn_marked_codel, 0u);
+    EXPECT_EQ(counters.packets_in, counters.packets_out + counters.drops(DropReason::codel) +
+                                       counters.depth_packets);
+}
+
+TEST(CodelTest, MarksEctPacketsOnTheSameScheduleInsteadOfDropping) {
+    auto scheduler = build_or_fail(codel_tree(true));
+    std::vector<std::vector<uint8_t>> headers;
+    const std::vector<uint64_t> times = run_codel(*scheduler, true, headers);
+    const std::vector<uint64_t> expected = expected_signal_times_ms(12);
+    ASSERT_GE(times.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(times[i], expected[i]) << "signal " << i;
+    const QueueCounters counters = scheduler->leaf_counters(0);
+    EXPECT_EQ(counters.drops(DropReason::codel), 0u);
+    EXPECT_EQ(counters.ecn_marked_codel, times.size());
+}
+
+TEST(CodelTest, EcnDisabledDropsEctPackets) {
+    auto scheduler = build_or_fail(codel_tree(false));
+    std::vector<std::vector<uint8_t>> headers;
+    const std::vector<uint64_t> times = run_codel(*scheduler, true, headers);
+    EXPECT_FALSE(times.empty());
+    EXPECT_EQ(scheduler->leaf_counters(0).ecn_marked_codel, 0u);
+    EXPECT_EQ(scheduler->leaf_counters(0).drops(DropReason::codel), times.size());
+}
+
+TEST(CodelTest, NoSignalWhileSojournBelowTargetOrQueueTiny) {
+    auto scheduler = build_or_fail(codel_tree(false));
+    std::vector<Packet> out(1);
+    std::vector<DroppedPacket> drops(4);
+    // One packet in flight at a time: sojourn large but the queue never holds a max packet.
+    for (uint64_t ms = 0; ms < 2000; ++ms) {
+        Packet packet = make_packet(0, 1500);
+        ASSERT_EQ(scheduler->enqueue(&packet, 1, ms * kMs, drops.data()), 1u);
+        const DequeueResult result =
+            scheduler->dequeue(out.data(), 1, ms * kMs + 50 * kMs, drops.data(), 4);
+        ASSERT_EQ(result.packets, 1u);
+        ASSERT_EQ(result.dropped, 0u);
+    }
+}
+
+TEST(CodelTest, FqAppliesCodelPerFlow) {
+    TreeSpec spec;
+    spec.nodes.push_back(make_leaf("fq", NodeKind::fq, "", 100000));
+    spec.nodes.back().codel = CodelSpec{true, 5 * kMs, 100 * kMs, false};
+    auto scheduler = build_or_fail(spec);
+    std::vector<Packet> arrivals;
+    for (int i = 0; i < 2000; ++i) arrivals.push_back(make_packet(0, 1000, 1));  // fat flow
+    std::vector<DroppedPacket> drops(2000);
+    scheduler->enqueue(arrivals.data(), 2000, 0, drops.data());
+    std::vector<Packet> out(2);
+    uint64_t thin_delivered = 0;
+    for (uint64_t ms = 0; ms < 600; ++ms) {
+        Packet thin = make_packet(0, 100, 2);  // sparse flow, never queues
+        scheduler->enqueue(&thin, 1, ms * kMs, drops.data());
+        const DequeueResult result = scheduler->dequeue(out.data(), 2, ms * kMs, drops.data(), 64);
+        for (uint32_t i = 0; i < result.packets; ++i) thin_delivered += out[i].flow_hash == 2;
+        for (uint32_t d = 0; d < result.dropped; ++d) EXPECT_EQ(drops[d].packet.flow_hash, 1u);
+    }
+    EXPECT_EQ(thin_delivered, 600u);
+    EXPECT_GT(scheduler->leaf_counters(0).drops(DropReason::codel), 3u);
+}
+
+TreeSpec red_tree(bool drop_non_ect) {
+    TreeSpec spec;
+    spec.nodes.push_back(make_leaf("q", NodeKind::fifo, "", 100, 60000));
+    spec.nodes.back().red = RedSpec{true, 10000, 20000, 0.5, drop_non_ect};
+    spec.random_seed = 1234;
+    return spec;
+}
+
+TEST(RedEcnTest, MarksEctInsteadOfDroppingUntilHardLimit) {
+    auto scheduler = build_or_fail(red_tree(true));
+    std::vector<std::vector<uint8_t>> headers;
+    headers.reserve(100);
+    std::vector<Packet> arrivals;
+    for (uint64_t i = 0; i < 100; ++i) {
+        headers.push_back(i % 2 ? testing::make_ipv4_header(0x02)
+                                : testing::make_ipv6_header(0x01));
+        Packet packet = make_packet(0, 1000, 0, i);
+        packet.l3 = headers.back().data();
+        packet.ip_version = i % 2 ? 4 : 6;
+        arrivals.push_back(packet);
+    }
+    std::vector<DroppedPacket> drops(100);
+    EXPECT_EQ(scheduler->enqueue(arrivals.data(), 100, 0, drops.data()), 60u);
+    for (int i = 0; i < 40; ++i) EXPECT_EQ(drops[i].reason, DropReason::queue_full_bytes);
+    for (uint64_t i = 0; i < 60; ++i) {
+        const EcnCodepoint ecn = read_ecn(arrivals[i]);
+        if (i < 10) {
+            EXPECT_NE(ecn, EcnCodepoint::ce) << i;  // queue below kmin
+        }
+        if (i >= 20) {
+            EXPECT_EQ(ecn, EcnCodepoint::ce) << i;  // queue at or above kmax
+        }
+        if (arrivals[i].ip_version == 4) {
+            EXPECT_EQ(ipv4_header_checksum(arrivals[i].l3, 20),
+                      static_cast<uint16_t>((arrivals[i].l3[10] << 8) | arrivals[i].l3[11]));
+        } else if (ecn == EcnCodepoint::ce) {
+            EXPECT_EQ(testing::ipv6_traffic_class(arrivals[i].l3), 0x03);
+        }
+    }
+    const QueueCounters counters = scheduler->leaf_counters(0);
+    EXPECT_GE(counters.ecn_marked_red, 40u);
+    EXPECT_LT(counters.ecn_marked_red, 50u);
+    EXPECT_EQ(counters.drops(DropReason::red_early), 0u);
+}
+
+TEST(RedEcnTest, NotEctGetsRedDropOrOnlyTailDrop) {
+    for (const bool drop_non_ect : {true, false}) {
+        auto scheduler = build_or_fail(red_tree(drop_non_ect));
+        std::vector<Packet> arrivals(100, make_packet(0, 1000));
+        std::vector<DroppedPacket> drops(100);
+        const uint32_t accepted = scheduler->enqueue(arrivals.data(), 100, 0, drops.data());
+        const QueueCounters counters = scheduler->leaf_counters(0);
+        if (drop_non_ect) {
+            // Never beyond kmax (20 packets) since every arrival there is dropped.
+            EXPECT_EQ(accepted, 20u);
+            EXPECT_EQ(counters.drops(DropReason::red_early), 80u);
+            EXPECT_EQ(counters.depth_bytes, 20000u);
+        } else {
+            EXPECT_EQ(accepted, 60u);
+            EXPECT_EQ(counters.drops(DropReason::red_early), 0u);
+            EXPECT_EQ(counters.drops(DropReason::queue_full_bytes), 40u);
+        }
+        EXPECT_EQ(counters.ecn_marked_red, 0u);
+    }
+}
+
+TEST(RedEcnTest, SameSeedSameMarks) {
+    auto run = [](uint64_t seed) {
+        TreeSpec spec = red_tree(true);
+        spec.random_seed = seed;
+        auto scheduler = build_or_fail(spec);
+        std::vector<Packet> arrivals;
+        for (uint64_t i = 0; i < 100; ++i) arrivals.push_back(make_packet(0, 500, 0, i));
+        std::vector<DroppedPacket> drops(100);
+        scheduler->enqueue(arrivals.data(), 100, 0, drops.data());
+        // Which arrivals were admitted depends only on the seeded PRNG.
+        std::vector<uint64_t> admitted;
+        for (uint64_t i = 0, d = 0; i < 100; ++i) {
+            if (d < 100 - scheduler->leaf_counters(0).packets_in && testing::id_of(drops[d].packet) == i) {
+                ++d;
+            } else {
+                admitted.push_back(i);
+            }
+        }
+        return admitted;
+    };
+    EXPECT_EQ(run(7), run(7));
+    EXPECT_NE(run(7), run(8));
+}
+
+}  // namespace
+}  // namespace twinlane::sched
