@@ -1,0 +1,87 @@
+// TX pacing with a NIC backlog budget, in the manner of Linux BQL.
+//
+// The NIC's TX ring is a FIFO after the scheduler: whatever sits there delays every later
+// packet, inference included (1024 jumbo frames are 7 ms at 10G). The pacer therefore models
+// the ring as a bucket that drains at the port's rate: each packet handed to the NIC adds its
+// wire bytes, time removes rate x elapsed. The scheduler may hand over packets only while the
+// modelled backlog is below `budget_bytes`, so the ring never holds more than about one budget
+// of link time, and the long-run release rate equals the port rate (a token bucket on the
+// clock). If the real NIC is slower than modelled, it refuses packets and the caller re-offers
+// them; the model is then an under-estimate only until the NIC catches up.
+//
+// Pure logic over an explicit clock (ns): no DPDK here. One instance per egress port, owned by
+// its scheduler lcore. Not thread-safe.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace twinlane::dataplane {
+
+class TxPacer {
+public:
+    // Wire overhead per frame not in its length: FCS, preamble + SFD, inter-frame gap.
+    static constexpr uint32_t kFrameOverheadBytes = 4 + 8 + 12;
+
+    TxPacer(uint64_t rate_bits_per_sec, uint64_t budget_bytes)
+        : rate_bits_per_sec_(rate_bits_per_sec), budget_bytes_(budget_bytes) {}
+
+    // Bytes that may be handed to the NIC now (0 while the modelled backlog is at the budget).
+    uint64_t allowance_bytes(uint64_t now_ns) {
+        drain(now_ns);
+        return backlog_bytes_ >= budget_bytes_ ? 0 : budget_bytes_ - backlog_bytes_;
+    }
+
+    // Records a frame of `frame_bytes` accepted by the NIC.
+    void on_transmit(uint32_t frame_bytes) {
+        backlog_bytes_ += std::max<uint32_t>(frame_bytes, 60) + kFrameOverheadBytes;
+    }
+
+    // When the modelled backlog will be below the budget again (now_ns if it already is).
+    uint64_t next_allowance_ns(uint64_t now_ns) {
+        drain(now_ns);
+        if (backlog_bytes_ < budget_bytes_) return now_ns;
+        const uint64_t excess_bits = (backlog_bytes_ - budget_bytes_ + 1) * 8;
+        return now_ns + (excess_bits * 1'000'000'000ULL + rate_bits_per_sec_ - 1) /
+                            rate_bits_per_sec_;
+    }
+
+    uint64_t backlog_bytes() const { return backlog_bytes_; }
+    uint64_t budget_bytes() const { return budget_bytes_; }
+    void set(uint64_t rate_bits_per_sec, uint64_t budget_bytes) {
+        rate_bits_per_sec_ = rate_bits_per_sec;
+        budget_bytes_ = budget_bytes;
+    }
+
+private:
+    void drain(uint64_t now_ns) {
+        if (now_ns <= last_ns_) return;
+        // Exact over time: carry the sub-byte remainder of drained bits (no drift over hours).
+        const uint64_t elapsed_ns = now_ns - last_ns_;
+        last_ns_ = now_ns;
+        if (backlog_bytes_ == 0) {
+            remainder_ = 0;
+            return;
+        }
+        const unsigned long long drained_bit_ns =
+            static_cast<unsigned long long>(std::min<uint64_t>(elapsed_ns, 1'000'000'000ULL)) *
+                rate_bits_per_sec_ +
+            remainder_;
+        const uint64_t drained_bytes = drained_bit_ns / 8'000'000'000ULL;
+        remainder_ = drained_bit_ns % 8'000'000'000ULL;
+        if (drained_bytes >= backlog_bytes_) {
+            backlog_bytes_ = 0;
+            remainder_ = 0;
+        } else {
+            backlog_bytes_ -= drained_bytes;
+        }
+    }
+
+    uint64_t rate_bits_per_sec_;
+    uint64_t budget_bytes_;
+    uint64_t backlog_bytes_ = 0;
+    uint64_t last_ns_ = 0;
+    uint64_t remainder_ = 0;  // bit-nanoseconds drained but not yet a whole byte
+};
+
+}  // namespace twinlane::dataplane
