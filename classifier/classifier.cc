@@ -105,8 +105,7 @@ void Classifier::update_flow(FlowEntry& entry, uint32_t wire_length, uint64_t no
     entry.bytes += wire_length;
     if (now_ns > entry.last_seen_ns) entry.last_seen_ns = now_ns;
 
-    uint8_t desired = entry.decision.class_id;
-    MatchSource desired_source = entry.decision.source;
+    FlowDecision desired = entry.decision;
     if (config_.elephant_threshold_bytes != 0 && entry.decision.source != MatchSource::rule) {
         if (entry.elephant && gap >= config_.elephant_quiet_ns) {
             entry.elephant = false;
@@ -124,29 +123,23 @@ void Classifier::update_flow(FlowEntry& entry, uint32_t wire_length, uint64_t no
             ++counters_.elephants_detected;
         }
         if (entry.elephant) {
-            desired = config_.bulk_class;
-            desired_source = MatchSource::elephant;
+            desired.class_id = config_.bulk_class;
+            desired.source = MatchSource::elephant;
         }
     }
 
-    if (fresh) {
-        entry.current_class = desired;
-        entry.current_source = desired_source;
-        return;
-    }
-    if (desired == entry.current_class) {
-        entry.current_source = desired_source;  // same lane: nothing can reorder
+    if (fresh || desired.class_id == entry.applied.class_id) {
+        entry.applied = desired;  // same lane (or first packet): nothing can reorder
         return;
     }
     if (gap < config_.reclass_gap_ns) {
         ++counters_.reclass_deferred;  // packets may still sit in the old lane
         return;
     }
-    if (desired_source == MatchSource::elephant) ++counters_.elephant_demotions;
-    if (entry.current_source == MatchSource::elephant) ++counters_.elephant_returns;
+    if (desired.source == MatchSource::elephant) ++counters_.elephant_demotions;
+    if (entry.applied.source == MatchSource::elephant) ++counters_.elephant_returns;
     ++counters_.reclassifications;
-    entry.current_class = desired;
-    entry.current_source = desired_source;
+    entry.applied = desired;
 }
 
 void Classifier::prepare(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
@@ -216,9 +209,7 @@ Result Classifier::finish(const Prepared& prepared, uint32_t wire_length, uint64
         }
         if (entry != nullptr) {
             update_flow(*entry, wire_length, now_ns, fresh);
-            applied = entry->decision;
-            applied.class_id = entry->current_class;
-            applied.source = entry->current_source;
+            applied = entry->applied;
         } else {
             applied = decide(prepared.key);
         }

@@ -39,9 +39,9 @@ struct alignas(64) FlowEntry {
     uint64_t window_bytes = 0;      // bytes seen in the current window
     uint64_t rules_epoch = 0;       // Classifier rule epoch `decision` was taken under
     FlowDecision decision;          // what rules/heuristics say for this flow
+    FlowDecision applied;           // what its packets get now: lags `decision` (or the
+                                    // elephant verdict) until a gap, see README.md
     uint32_t hash = 0;
-    uint8_t current_class = 0;      // class packets get now (may lag decision: see README)
-    MatchSource current_source = MatchSource::default_class;
     bool elephant = false;
     bool in_use = false;
 };

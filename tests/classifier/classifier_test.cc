@@ -1,0 +1,328 @@
+// Classifier end to end on built frames: precedence of rules over heuristics, each heuristic,
+// elephant demotion and return without reordering, full flow table, fragments, VXLAN, malformed
+// policy and counters, rule table swap, burst == single.
+#include "classifier/classifier.h"
+
+#include <gtest/gtest.h>
+
+#include "classifier/dscp_rewrite.h"
+#include "tests/classifier/packet_builder.h"
+
+namespace twinlane::classifier {
+namespace {
+
+using testing::PacketBuilder;
+
+constexpr uint8_t kInference = 0;
+constexpr uint8_t kTraining = 1;
+constexpr uint8_t kOther = 2;
+constexpr uint64_t kMs = 1'000'000;
+
+std::vector<uint8_t> tcp4(uint16_t sport, uint16_t dport, uint8_t tos = 0, uint32_t payload = 0,
+                          uint8_t last_octet = 2) {
+    return PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, last_octet}, 6, tos).tcp(sport, dport).payload(payload).build();
+}
+
+Result run(Classifier& classifier, const std::vector<uint8_t>& frame, uint64_t now_ns,
+           uint16_t port = 0) {
+    return classifier.classify(frame.data(), uint32_t(frame.size()), port, now_ns);
+}
+
+TEST(Classifier, DefaultsValidateAndNameLanes) {
+    const ClassifierConfig config = ClassifierConfig::defaults();
+    EXPECT_TRUE(config.validate().empty());
+    EXPECT_EQ(config.class_names[config.default_class], "other");
+    EXPECT_EQ(config.class_names[config.roce_class], "training");
+    EXPECT_EQ(config.class_names[config.inference_class], "inference");
+}
+
+TEST(Classifier, InvalidConfigNamesFieldsAndThrows) {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    config.default_class = 7;
+    config.rules.resize(2);
+    config.rules[1].match.dscp = 99;
+    config.elephant_quiet_ns = 1;
+    const auto errors = config.validate();
+    ASSERT_EQ(errors.size(), 3u);
+    EXPECT_EQ(errors[0].rfind("default_class:", 0), 0u);
+    EXPECT_EQ(errors[1].rfind("rules[1].dscp:", 0), 0u);
+    EXPECT_EQ(errors[2].rfind("elephant_quiet_ns:", 0), 0u);
+    EXPECT_THROW(Classifier{config}, std::invalid_argument);
+}
+
+TEST(Classifier, HeuristicsInOrder) {
+    Classifier classifier(ClassifierConfig::defaults());
+    // Model-serving port as destination and as source (responses are inference too).
+    Result r = run(classifier, tcp4(40000, 8001), 0);
+    EXPECT_EQ(r.class_id, kInference);
+    EXPECT_EQ(r.source, MatchSource::port);
+    r = run(classifier, tcp4(50051, 40000), 0);
+    EXPECT_EQ(r.class_id, kInference);
+    // RoCEv2 → training, whatever the DSCP.
+    const auto roce = PacketBuilder().ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17, 46 << 2).udp(1, 4791).bth(4, 9).build();
+    r = run(classifier, roce, 0);
+    EXPECT_EQ(r.class_id, kTraining);
+    EXPECT_EQ(r.source, MatchSource::roce);
+    // DSCP map (NCCL_IB_TC=106 → DSCP 26) beats the serving port.
+    r = run(classifier, tcp4(40001, 8000, 106), 0);
+    EXPECT_EQ(r.class_id, kTraining);
+    EXPECT_EQ(r.source, MatchSource::dscp_map);
+    EXPECT_TRUE(r.ecn_capable);  // 106 & 3 = ECT(0)
+    EXPECT_EQ(r.l3_offset, 14);
+    EXPECT_EQ(r.ip_version, 4);
+    // Everything else.
+    r = run(classifier, tcp4(40002, 22), 0);
+    EXPECT_EQ(r.class_id, kOther);
+    EXPECT_EQ(r.source, MatchSource::default_class);
+    EXPECT_FALSE(r.ecn_capable);
+    EXPECT_EQ(classifier.counters().per_source[size_t(MatchSource::port)], 2u);
+    EXPECT_EQ(classifier.counters().per_class[kInference].packets, 2u);
+}
+
+TEST(Classifier, RulesTakePrecedenceAndCarryJobAndRemark) {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    Rule rule;
+    rule.match.dst_ports = {8000, 8001};
+    rule.match.ip_protocol = 6;
+    rule.action = {kTraining, 4242, 10};
+    config.rules.push_back(rule);
+    Classifier classifier(config);
+    auto frame = tcp4(40000, 8001, 0x01);
+    Result r = run(classifier, frame, 0);
+    EXPECT_EQ(r.class_id, kTraining);
+    EXPECT_EQ(r.source, MatchSource::rule);
+    EXPECT_EQ(r.rule_index, 0u);
+    EXPECT_EQ(r.job_id, 4242u);
+    ASSERT_EQ(r.remark_dscp, 10);
+    ASSERT_TRUE(rewrite_dscp(frame.data() + r.l3_offset, r.ip_version, r.remark_dscp));
+    EXPECT_EQ(ipv4_header_checksum(frame.data() + 14, 20), uint16_t((frame[24] << 8) | frame[25]));
+    // The cached flow keeps rule attribution; counted per rule.
+    r = run(classifier, tcp4(40000, 8001, 0x01), 1);
+    EXPECT_EQ(r.rule_index, 0u);
+    EXPECT_EQ(classifier.counters().per_rule[0].packets, 2u);
+    EXPECT_EQ(run(classifier, tcp4(40000, 8080), 2).source, MatchSource::port);
+}
+
+ClassifierConfig elephant_config() {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    config.elephant_threshold_bytes = 10'000;
+    config.elephant_window_ns = 10 * kMs;
+    config.elephant_quiet_ns = 50 * kMs;
+    config.reclass_gap_ns = 2 * kMs;
+    return config;
+}
+
+TEST(Classifier, ElephantDemotedAtAGapAndReturnsWhenQuiet) {
+    Classifier classifier(elephant_config());
+    const auto big = tcp4(40000, 8000, 0, 1400);  // 1454-byte frames on an inference port
+    uint64_t now = 0;
+    // 7 packets × 1454 B = 10178 B within 10 ms: detected, but packets keep coming every
+    // 100 µs, so the class must not change yet (packets may sit in the inference lane).
+    for (int i = 0; i < 20; ++i, now += 100'000) {
+        const Result r = run(classifier, big, now);
+        EXPECT_EQ(r.class_id, kInference) << i;
+    }
+    EXPECT_EQ(classifier.counters().elephants_detected, 1u);
+    EXPECT_GT(classifier.counters().reclass_deferred, 0u);
+    // A 2 ms gap: now it moves to bulk.
+    now += 2 * kMs;
+    Result r = run(classifier, big, now);
+    EXPECT_EQ(r.class_id, kTraining);
+    EXPECT_EQ(r.source, MatchSource::elephant);
+    EXPECT_EQ(classifier.counters().elephant_demotions, 1u);
+    // Continues as bulk across windows while busy.
+    for (int i = 0; i < 300; ++i) {
+        now += 100'000;
+        EXPECT_EQ(run(classifier, big, now).class_id, kTraining);
+    }
+    // Quiet for 50 ms: returns to inference on the next packet.
+    now += 50 * kMs;
+    r = run(classifier, big, now);
+    EXPECT_EQ(r.class_id, kInference);
+    EXPECT_EQ(r.source, MatchSource::port);
+    EXPECT_EQ(classifier.counters().elephant_returns, 1u);
+    // A small flow on the same port never moves.
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(run(classifier, tcp4(40001, 8000), i * kMs).class_id, kInference);
+}
+
+TEST(Classifier, ElephantDoesNotOverrideRules) {
+    ClassifierConfig config = elephant_config();
+    Rule rule;
+    rule.match.dst_ports = {8000, 8000};
+    rule.action.class_id = kInference;
+    config.rules.push_back(rule);
+    Classifier classifier(config);
+    const auto big = tcp4(40000, 8000, 0, 1400);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(run(classifier, big, uint64_t(i) * 3 * kMs).class_id, kInference);
+    EXPECT_EQ(classifier.counters().elephants_detected, 0u);
+}
+
+TEST(Classifier, FullFlowTableStillClassifiesAndCounts) {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    config.flow_table_capacity = 8;
+    Classifier classifier(config);
+    for (uint16_t i = 0; i < 20; ++i) {
+        const Result r = run(classifier, tcp4(uint16_t(1000 + i), 8080), 0);
+        EXPECT_EQ(r.class_id, kInference);
+        EXPECT_EQ(r.source, MatchSource::port);
+    }
+    EXPECT_EQ(classifier.flows().size(), 8u);
+    EXPECT_EQ(classifier.counters().flow_overflows, 12u);
+    EXPECT_EQ(classifier.counters().flow_inserts, 8u);
+    // Ageing frees room: all idle past the timeout.
+    classifier.expire_flows(config.flow_idle_timeout_ns, 8);
+    EXPECT_EQ(classifier.flows().size(), 0u);
+    EXPECT_EQ(classifier.counters().flows_expired, 8u);
+}
+
+TEST(Classifier, RoceQueuePairsAreSeparateFlows) {
+    Classifier classifier(ClassifierConfig::defaults());
+    auto qp = [](uint32_t dest_qp) {
+        return PacketBuilder().ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17).udp(49152, 4791).bth(0x0A, dest_qp).payload(64).build();
+    };
+    const Result a = run(classifier, qp(100), 0);
+    const Result b = run(classifier, qp(101), 0);
+    run(classifier, qp(100), 1);
+    EXPECT_NE(a.flow_hash, b.flow_hash);
+    EXPECT_EQ(classifier.flows().size(), 2u);
+    uint64_t packets_of_qp100 = 0;
+    classifier.flows().for_each([&](const FlowEntry& entry) {
+        if (key_dest_qp(entry.key) == 100) packets_of_qp100 = entry.packets;
+    });
+    EXPECT_EQ(packets_of_qp100, 2u);
+}
+
+TEST(Classifier, LaterFragmentsFollowTheFirst) {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    Rule rule;
+    rule.match.dst_ports = {9000, 9000};
+    rule.action = {kTraining, 7, std::nullopt};
+    config.rules.push_back(rule);
+    Classifier classifier(config);
+    const auto first = PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 555, 0, true).udp(1, 9000).payload(100).build();
+    const auto later = PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 555, 14).payload(100).build();
+    const auto orphan = PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 556, 14).payload(100).build();
+    const Result head = run(classifier, first, 0);
+    EXPECT_EQ(head.job_id, 7u);
+    const Result tail = run(classifier, later, 1000);
+    EXPECT_EQ(tail.class_id, kTraining);
+    EXPECT_EQ(tail.job_id, 7u);
+    EXPECT_EQ(tail.rule_index, 0u);
+    EXPECT_EQ(tail.source, MatchSource::fragment);
+    EXPECT_EQ(tail.flow_hash, head.flow_hash);
+    // Unknown datagram: 3-tuple classification (no ports, so the port rule cannot match).
+    const Result lost = run(classifier, orphan, 1000);
+    EXPECT_EQ(lost.class_id, kOther);
+    EXPECT_EQ(classifier.counters().fragments_followed, 1u);
+    EXPECT_EQ(classifier.counters().fragments_unmatched, 1u);
+    // Expired after fragment_timeout_ns.
+    EXPECT_NE(run(classifier, later, config.fragment_timeout_ns + 1).source, MatchSource::fragment);
+}
+
+TEST(Classifier, Ipv6FragmentsFollowTheFirst) {
+    Classifier classifier(ClassifierConfig::defaults());
+    const auto first = PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44, 0x01).ipv6_fragment(6, 0, true, 99).tcp(5, 50051).build();
+    const auto later = PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44, 0x01).ipv6_fragment(6, 10, false, 99).payload(50).build();
+    EXPECT_EQ(run(classifier, first, 0).class_id, kInference);
+    const Result r = run(classifier, later, 1);
+    EXPECT_EQ(r.class_id, kInference);
+    EXPECT_EQ(r.source, MatchSource::fragment);
+    EXPECT_TRUE(r.ecn_capable);
+}
+
+TEST(Classifier, VxlanClassifiesOnInnerAndMarksOuter) {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    config.vxlan_inner = true;
+    Classifier classifier(config);
+    const auto frame = PacketBuilder().ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17, 0x02).udp(60000, 4789).vxlan(10)
+                           .ethernet().ipv4({192, 168, 0, 1}, {192, 168, 0, 2}, 6).tcp(41000, 8001).build();
+    const Result r = run(classifier, frame, 0);
+    EXPECT_EQ(r.class_id, kInference);
+    EXPECT_EQ(r.l3_offset, 14);
+    EXPECT_TRUE(r.ecn_capable);
+    const auto roce_inside = PacketBuilder().ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17).udp(60000, 4789).vxlan(10)
+                                 .ethernet().ipv4({192, 168, 0, 1}, {192, 168, 0, 2}, 17).udp(5, 4791).bth(1, 3).build();
+    EXPECT_EQ(run(classifier, roce_inside, 0).class_id, kTraining);
+    ClassifierConfig outer_only = ClassifierConfig::defaults();
+    Classifier plain(outer_only);
+    EXPECT_EQ(run(plain, frame, 0).class_id, kOther);  // outer is just UDP 4789
+}
+
+TEST(Classifier, MalformedPolicyAndCounters) {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    auto frame = tcp4(1, 8000);
+    frame.resize(40);  // cut inside TCP; IP total length now exceeds the frame
+    {
+        Classifier classifier(config);
+        const Result r = run(classifier, frame, 0);
+        EXPECT_EQ(r.malformed, MalformedReason::ipv4_bad_total_length);
+        EXPECT_EQ(r.class_id, kOther);
+        EXPECT_FALSE(r.drop);
+        EXPECT_FALSE(r.ecn_capable);
+        // Linearised headers of a longer frame: cut inside the TCP header → l4_truncated.
+        const Result h = classifier.classify(frame.data(), 40, 1000, 0, 0);
+        EXPECT_EQ(h.malformed, MalformedReason::l4_truncated);
+        EXPECT_EQ(classifier.counters().malformed[size_t(MalformedReason::ipv4_bad_total_length)], 1u);
+        EXPECT_EQ(classifier.counters().malformed[size_t(MalformedReason::l4_truncated)], 1u);
+    }
+    config.malformed_policy = MalformedPolicy::drop;
+    Classifier dropping(config);
+    const Result r = run(dropping, frame, 0);
+    EXPECT_TRUE(r.drop);
+    EXPECT_EQ(dropping.counters().per_class[kOther].drops, 1u);
+}
+
+TEST(Classifier, RuleSwapReclassifiesCachedFlowsAtAGap) {
+    Classifier classifier(ClassifierConfig::defaults());
+    const auto frame = tcp4(40000, 22);
+    EXPECT_EQ(run(classifier, frame, 0).class_id, kOther);
+    Rule rule;
+    rule.match.dst_ports = {22, 22};
+    rule.action.class_id = kInference;
+    const std::vector<Rule> rules{rule};
+    const CompiledRuleTable table = CompiledRuleTable::build(rules, 2);
+    classifier.use_rules(table);
+    // Busy flow: keeps its old lane until a gap (no reordering).
+    Result r = run(classifier, frame, 100'000);
+    EXPECT_EQ(r.class_id, kOther);
+    EXPECT_EQ(r.rule_index, kNoRule);  // attribution stays with the lane actually used
+    EXPECT_EQ(run(classifier, frame, 100'000 + classifier.config().reclass_gap_ns).class_id, kInference);
+    // New flows get the new rule immediately.
+    EXPECT_EQ(run(classifier, tcp4(40001, 22), 0).source, MatchSource::rule);
+    EXPECT_EQ(classifier.counters().per_rule[0].packets, 2u);
+}
+
+TEST(Classifier, BurstEqualsSinglePacketPath) {
+    ClassifierConfig config = elephant_config();
+    Classifier single(config);
+    Classifier burst(config);
+    std::vector<std::vector<uint8_t>> frames;
+    for (uint16_t i = 0; i < 70; ++i) {
+        frames.push_back(tcp4(uint16_t(30000 + i % 4), i % 2 ? 8000 : 22, 0, 200 + 20u * i, uint8_t(i % 3)));
+    }
+    frames.push_back(PacketBuilder().ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17).udp(1, 4791).bth(4, 9).build());
+    frames.push_back({0x01, 0x02});  // malformed
+    std::vector<const uint8_t*> pointers;
+    std::vector<uint32_t> lengths;
+    for (const auto& f : frames) {
+        pointers.push_back(f.data());
+        lengths.push_back(uint32_t(f.size()));
+    }
+    std::vector<Result> out(frames.size());
+    for (uint64_t round = 0; round < 5; ++round) {
+        const uint64_t now = round * 3 * kMs;
+        burst.classify_burst(pointers.data(), lengths.data(), uint32_t(frames.size()), 3, now, out.data());
+        for (size_t i = 0; i < frames.size(); ++i) {
+            const Result expected = single.classify(pointers[i], lengths[i], 3, now);
+            EXPECT_EQ(out[i].class_id, expected.class_id) << i;
+            EXPECT_EQ(out[i].source, expected.source) << i;
+            EXPECT_EQ(out[i].flow_hash, expected.flow_hash) << i;
+            EXPECT_EQ(out[i].malformed, expected.malformed) << i;
+        }
+    }
+    EXPECT_EQ(burst.counters().elephants_detected, single.counters().elephants_detected);
+    EXPECT_GT(burst.counters().elephants_detected, 0u);
+}
+
+}  // namespace
+}  // namespace twinlane::classifier
