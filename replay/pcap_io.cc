@@ -18,10 +18,11 @@ PcapReader::PcapReader(const std::string& path) : path_(path) {
     }
     if (pcap_datalink(handle_) != DLT_EN10MB) {
         const int linktype = pcap_datalink(handle_);
+        const char* name = pcap_datalink_val_to_name(linktype);
         pcap_close(handle_);
         handle_ = nullptr;
-        throw PcapError("pcap '" + path + "' has link type " + std::to_string(linktype) +
-                        ", only Ethernet (1) is supported");
+        throw PcapError("pcap '" + path + "' has link type " + (name ? name : "?") + " (" +
+                        std::to_string(linktype) + "), only Ethernet (EN10MB) is supported");
     }
     snap_length_ = static_cast<uint32_t>(pcap_snapshot(handle_));
 }

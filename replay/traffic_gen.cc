@@ -19,7 +19,9 @@ constexpr uint64_t kCheckpointPeriodNs = 10'000'000;
 constexpr uint8_t kDscpRoce = 26;  // AF31, the usual lossless-class marking for RoCEv2
 constexpr uint32_t kRocePayloadBytes = 4096;
 constexpr uint32_t kJumboMssBytes = 8948;  // 9000-byte MTU
-constexpr uint32_t kMssBytes = 1448;       // 1500-byte MTU with TCP timestamps' room left
+// 1500-byte MTU minus IP, TCP and the 12 bytes of the TCP timestamp option senders negotiate.
+constexpr uint32_t kMssBytes = 1448;
+constexpr uint32_t kMssBytesIpv6 = 1428;
 
 constexpr uint16_t kInferencePorts[] = {8001, 50051, 8080, 8000};
 constexpr const char* kInferencePortNames[] = {"inference triton:8001", "inference grpc:50051",
@@ -207,7 +209,7 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
         spec.request_max_bytes = 600;
         spec.response_min_bytes = 1000;
         spec.response_max_bytes = 16000;
-        spec.mss_bytes = kMssBytes;
+        spec.mss_bytes = v6 ? kMssBytesIpv6 : kMssBytes;
         spec.service_min_ns = 50'000;
         spec.service_max_ns = 500'000;
         spec.budget_bytes = options.inference_load * link * duration / 8e9 / clients;
@@ -232,7 +234,7 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
         ArrivalPattern pattern;
     };
     const OtherProfile other_profiles[] = {
-        {"dns", 0.1, 4, 53, L4Protocol::udp, AppFraming::dns, 40, 80, 80, 300, 50'000, 500'000,
+        {"dns", 0.1, 4, 53, L4Protocol::udp, AppFraming::dns, 45, 80, 80, 300, 50'000, 500'000,
          10e9, ArrivalPattern::poisson},
         {"ssh", 0.1, 2, 22, L4Protocol::tcp, AppFraming::ssh, 36, 120, 36, 400, 100'000,
          1'000'000, 10e9, ArrivalPattern::on_off},

@@ -88,6 +88,7 @@ BulkBurstSource::BulkBurstSource(const BulkBurstSpec& spec)
         static_cast<double>(steps) * max_step_bits * kNsPerSecond / sender_rate_bps_ +
         barrier_ns_per_iteration;
     first_iteration_ns_ = jitter_rng_.uniform01() * (iteration_period_ns_ - communication_ns);
+    for (FlowState& flow : flows_) flow.tcp_seq = static_cast<uint32_t>(jitter_rng_.next_u64());
 }
 
 size_t BulkBurstSource::frame_bytes(uint32_t packet_in_burst) const {
@@ -425,13 +426,27 @@ void TransactionSource::build(uint32_t segment) {
                 prefix_bytes = 14;
                 break;
             }
-            case AppFraming::dns:
+            case AppFraming::dns: {
+                // Header, the question "inference.svc.cluster.local A IN", and in the
+                // response one A record pointing back at the question's name.
+                constexpr uint8_t kQuestion[] = {9,   'i', 'n', 'f', 'e', 'r', 'e', 'n', 'c', 'e',
+                                                 3,   's', 'v', 'c', 7,   'c', 'l', 'u', 's', 't',
+                                                 'e', 'r', 5,   'l', 'o', 'c', 'a', 'l', 0,   0,
+                                                 1,   0,   1};
+                constexpr uint8_t kAnswer[] = {0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4,
+                                               198,  18,   200, 1};
                 put16(&prefix[0], static_cast<uint32_t>(index_ & 0xFFFF));
                 put16(&prefix[2], request ? 0x0100 : 0x8180);
-                put16(&prefix[4], 1);                 // one question
-                put16(&prefix[6], request ? 0 : 1);   // one answer in the response
-                prefix_bytes = 12;
+                put16(&prefix[4], 1);                // one question
+                put16(&prefix[6], request ? 0 : 1);  // one answer in the response
+                std::memcpy(&prefix[12], kQuestion, sizeof(kQuestion));
+                prefix_bytes = 12 + sizeof(kQuestion);
+                if (!request) {
+                    std::memcpy(&prefix[prefix_bytes], kAnswer, sizeof(kAnswer));
+                    prefix_bytes += sizeof(kAnswer);
+                }
                 break;
+            }
             case AppFraming::http: {
                 constexpr std::string_view kRequest = "GET /objects/blob HTTP/1.1\r\nHost: bg\r\n\r\n";
                 constexpr std::string_view kResponse =
