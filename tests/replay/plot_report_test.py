@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""tools/plot_report.py on synthetic replay reports: full, sparse and malformed."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def full_report(discipline, scale):
+    classes = {}
+    for index, name in enumerate(["inference", "training", "other"]):
+        base = (index + 1) * scale
+        classes[name] = {
+            "rx_packets": 1000, "tx_packets": 990, "tx_bytes": 1_000_000, "drops": 10,
+            "ecn_marked": 5, "throughput_bps": 1e9 * (index + 1),
+            "latency_us": {"p50": base, "p90": 2 * base, "p99": 5 * base,
+                           "p999": 9 * base, "max": 20 * base},
+            "latency_cdf_us": [[base * (1 + k / 10), k / 50] for k in range(51)],
+            "throughput_series": {"interval_s": 0.001,
+                                  "bps": [1e9 * (index + 1) + 1e7 * k for k in range(50)]},
+        }
+    return {"discipline": discipline, "link_rate_bps": 1e10, "duration_s": 0.05,
+            "totals": {}, "classes": classes, "fairness": {}}
+
+
+def run(script, args):
+    return subprocess.run([sys.executable, script] + args, capture_output=True, text=True,
+                          check=False)
+
+
+def check_png(path):
+    assert os.path.exists(path), f"missing {path}"
+    with open(path, "rb") as handle:
+        assert handle.read(8) == PNG_MAGIC, f"{path} is not a PNG"
+    assert os.path.getsize(path) > 5000, f"{path} is suspiciously small"
+
+
+def main():
+    script = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for discipline, scale in [("twinlane", 5.0), ("fifo", 800.0)]:
+            path = os.path.join(tmp, f"{discipline}.json")
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump(full_report(discipline, scale), handle)
+            paths.append(path)
+
+        out = os.path.join(tmp, "full")
+        result = run(script, paths + ["--out-dir", out])
+        assert result.returncode == 0, result.stderr
+        for name in ["latency_cdf.png", "throughput.png", "latency_p99.png"]:
+            check_png(os.path.join(out, name))
+
+        # Only percentiles: the CDF and p99 plots are drawn, throughput is skipped.
+        sparse = os.path.join(tmp, "sparse.json")
+        with open(sparse, "w", encoding="utf-8") as handle:
+            json.dump({"classes": {"inference": {"latency_us": {"p50": 3, "p99": 40}}}}, handle)
+        out = os.path.join(tmp, "sparse")
+        result = run(script, [sparse, "--out-dir", out])
+        assert result.returncode == 0, result.stderr
+        check_png(os.path.join(out, "latency_cdf.png"))
+        check_png(os.path.join(out, "latency_p99.png"))
+        assert not os.path.exists(os.path.join(out, "throughput.png"))
+        assert "throughput.png" in result.stderr
+
+        broken = os.path.join(tmp, "broken.json")
+        with open(broken, "w", encoding="utf-8") as handle:
+            handle.write("{not json")
+        result = run(script, [broken, "--out-dir", os.path.join(tmp, "broken")])
+        assert result.returncode != 0
+        assert "broken.json" in result.stderr, result.stderr
+    print("plot_report: ok")
+
+
+if __name__ == "__main__":
+    main()

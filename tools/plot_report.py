@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Plot twinlane replay reports: per-class latency CDFs and throughput over time.
+
+Usage: plot_report.py REPORT.json [REPORT.json ...] --out-dir DIR
+
+Each report is the JSON the replay engine writes for one discipline (twinlane, fifo,
+rte_sched, ...). Writes into DIR:
+  latency_cdf.png   one panel per traffic class, one line per discipline (log-x, µs)
+  throughput.png    one panel per discipline, one line per class, link rate dashed
+  latency_p99.png   p99 latency per class, disciplines side by side (log-y)
+Optional fields may be missing: a class without "latency_cdf_us" falls back to a step CDF
+through its percentiles; one without a series is left out of the throughput panel; a plot
+with nothing to draw is skipped with a note. Needs only the standard library and matplotlib.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+CLASS_ORDER = ["inference", "training", "other"]
+PERCENTILES = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999), ("max", 1.0)]
+
+
+def load_report(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            report = json.load(handle)
+    except (OSError, json.JSONDecodeError) as error:
+        raise SystemExit(f"plot_report: cannot read {path}: {error}")
+    if not isinstance(report, dict) or not isinstance(report.get("classes", {}), dict):
+        raise SystemExit(f"plot_report: {path}: not a replay report (no 'classes' object)")
+    report.setdefault("discipline", os.path.splitext(os.path.basename(path))[0])
+    report.setdefault("classes", {})
+    return report
+
+
+def class_names(reports):
+    seen = []
+    for report in reports:
+        for name in report["classes"]:
+            if name not in seen:
+                seen.append(name)
+    ordered = [name for name in CLASS_ORDER if name in seen]
+    return ordered + sorted(name for name in seen if name not in CLASS_ORDER)
+
+
+def latency_cdf(stats):
+    """Points (latency_us, fraction) from the CDF, else from the percentiles, else []."""
+    points = stats.get("latency_cdf_us")
+    if isinstance(points, list):
+        cleaned = [(float(p[0]), float(p[1])) for p in points
+                   if isinstance(p, (list, tuple)) and len(p) >= 2 and float(p[0]) > 0]
+        if cleaned:
+            return sorted(cleaned)
+    percentiles = stats.get("latency_us") or {}
+    return [(float(percentiles[key]), fraction) for key, fraction in PERCENTILES
+            if isinstance(percentiles.get(key), (int, float)) and percentiles[key] > 0]
+
+
+def plot_latency_cdfs(reports, classes, out_dir):
+    figure, axes = plt.subplots(1, len(classes), figsize=(5 * len(classes), 4), squeeze=False)
+    drew = False
+    for axis, name in zip(axes[0], classes):
+        for report in reports:
+            points = latency_cdf(report["classes"].get(name, {}))
+            if not points:
+                continue
+            xs, ys = zip(*points)
+            axis.step(xs, ys, where="post", label=report["discipline"])
+            drew = True
+        axis.set_xscale("log")
+        axis.set_ylim(0, 1.01)
+        axis.set_title(f"{name} latency CDF")
+        axis.set_xlabel("latency (µs)")
+        axis.set_ylabel("fraction of packets")
+        axis.grid(True, which="both", alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend()
+    return save(figure, out_dir, "latency_cdf.png", drew)
+
+
+def plot_throughput(reports, classes, out_dir):
+    figure, axes = plt.subplots(1, len(reports), figsize=(5 * len(reports), 4), squeeze=False,
+                                sharey=True)
+    drew = False
+    for axis, report in zip(axes[0], reports):
+        for name in classes:
+            series = report["classes"].get(name, {}).get("throughput_series") or {}
+            values = series.get("bps") or []
+            interval = float(series.get("interval_s") or 0)
+            if not values or interval <= 0:
+                continue
+            times_ms = [(index + 0.5) * interval * 1e3 for index in range(len(values))]
+            axis.plot(times_ms, [value / 1e9 for value in values], label=name)
+            drew = True
+        link = report.get("link_rate_bps")
+        if isinstance(link, (int, float)) and link > 0:
+            axis.axhline(link / 1e9, linestyle="--", color="grey", label="link rate")
+        axis.set_title(f"{report['discipline']}: throughput")
+        axis.set_xlabel("time (ms)")
+        axis.set_ylabel("Gb/s")
+        axis.grid(True, alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend()
+    return save(figure, out_dir, "throughput.png", drew)
+
+
+def plot_p99(reports, classes, out_dir):
+    figure, axis = plt.subplots(figsize=(2 + 2 * len(classes), 4))
+    width = 0.8 / max(len(reports), 1)
+    drew = False
+    for offset, report in enumerate(reports):
+        xs, heights = [], []
+        for index, name in enumerate(classes):
+            value = (report["classes"].get(name, {}).get("latency_us") or {}).get("p99")
+            if isinstance(value, (int, float)) and value > 0:
+                xs.append(index + offset * width)
+                heights.append(value)
+        if xs:
+            axis.bar(xs, heights, width=width, label=report["discipline"])
+            drew = True
+    axis.set_xticks([index + width * (len(reports) - 1) / 2 for index in range(len(classes))])
+    axis.set_xticklabels(classes)
+    axis.set_yscale("log")
+    axis.set_ylabel("p99 latency (µs)")
+    axis.set_title("p99 latency per class")
+    axis.grid(True, axis="y", which="both", alpha=0.3)
+    if drew:
+        axis.legend()
+    return save(figure, out_dir, "latency_p99.png", drew)
+
+
+def save(figure, out_dir, name, drew):
+    path = os.path.join(out_dir, name)
+    if not drew:
+        plt.close(figure)
+        print(f"plot_report: nothing to draw for {name}, skipped", file=sys.stderr)
+        return None
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("reports", nargs="+", help="replay JSON reports, one per discipline")
+    parser.add_argument("--out-dir", required=True, help="directory for the PNG files")
+    args = parser.parse_args(argv)
+
+    reports = [load_report(path) for path in args.reports]
+    classes = class_names(reports)
+    if not classes:
+        raise SystemExit("plot_report: the reports contain no classes")
+    os.makedirs(args.out_dir, exist_ok=True)
+    written = [plot_latency_cdfs(reports, classes, args.out_dir),
+               plot_throughput(reports, classes, args.out_dir),
+               plot_p99(reports, classes, args.out_dir)]
+    for path in written:
+        if path:
+            print(path)
+    return 0 if any(written) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
