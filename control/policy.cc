@@ -25,6 +25,7 @@ constexpr size_t kMaxTreeNodes = 4096;
 constexpr uint32_t kMaxJobsPerNode = 1024;
 constexpr uint64_t kMaxWeight = 65536;
 constexpr uint64_t kMaxBurstBytes = 1ULL << 28;
+constexpr uint64_t kMaxServingPorts = 1024;
 constexpr uint32_t kFrameOverheadBytes = 18;  // Ethernet header + one VLAN tag, beyond the MTU
 constexpr uint64_t kDefaultTxBudgetNs = 20'000;
 constexpr uint64_t kDefaultBurstNs = 1'000'000;  // a shaper lets through 1 ms of its rate
@@ -66,7 +67,27 @@ std::optional<std::string> read_name(const Field& field, ErrorList& errors) {
     return name;
 }
 
-// "8000", "8000-8001" -> inclusive range within [0, max].
+// Decimal, or hexadecimal with 0x (RoCE QP numbers are usually written in hex).
+std::optional<uint64_t> parse_number(std::string_view text, uint64_t max) {
+    if (text.starts_with("0x") || text.starts_with("0X")) {
+        text.remove_prefix(2);
+        if (text.empty() || text.size() > 8) return std::nullopt;
+        uint64_t value = 0;
+        for (char c : text) {
+            if (!std::isxdigit(static_cast<unsigned char>(c))) return std::nullopt;
+            value = value * 16 + static_cast<uint64_t>(std::isdigit(static_cast<unsigned char>(c))
+                                                           ? c - '0'
+                                                           : std::tolower(c) - 'a' + 10);
+        }
+        if (value > max) return std::nullopt;
+        return value;
+    }
+    auto parsed = parse_unsigned(text, max);
+    if (!parsed) return std::nullopt;
+    return *parsed;
+}
+
+// "8000", "8000-8001", "0x100-0x1ff" -> inclusive range within [0, max].
 std::optional<ValueRange> read_range(const Field& field, uint32_t max, ErrorList& errors) {
     if (!field.node.IsScalar()) {
         errors.add(field.mark, field.path, "expected a number or a range such as 8000-8001");
@@ -76,8 +97,8 @@ std::optional<ValueRange> read_range(const Field& field, uint32_t max, ErrorList
     const size_t dash = text.find('-', 1);
     const std::string first_text = text.substr(0, dash);
     const std::string last_text = dash == std::string::npos ? first_text : text.substr(dash + 1);
-    auto first = parse_unsigned(first_text, max);
-    auto last = parse_unsigned(last_text, max);
+    auto first = parse_number(first_text, max);
+    auto last = parse_number(last_text, max);
     if (!first || !last) {
         errors.add(field.mark, field.path,
                    "'" + text + "' is not a number or range within 0-" + std::to_string(max));
@@ -632,7 +653,10 @@ std::optional<RawTree> PolicyLoader::read_tree(const Field& field) {
                 tree.valid = false;
             }
         }
-        for (const RawNode& child : raw->children) pending.push_back(&child);
+        // Reverse, so nodes are visited in file order and the later duplicate is reported.
+        for (auto child = raw->children.rbegin(); child != raw->children.rend(); ++child) {
+            pending.push_back(&*child);
+        }
     }
     if (count > kMaxTreeNodes) {
         errors_.add(field.mark, field.path,
@@ -640,7 +664,7 @@ std::optional<RawTree> PolicyLoader::read_tree(const Field& field) {
                         std::to_string(kMaxTreeNodes));
         tree.valid = false;
     }
-    if (tree.valid) check_tree_classes(tree, field);
+    check_tree_classes(tree, field);
     return tree;
 }
 
@@ -904,6 +928,8 @@ void PolicyLoader::read_leaf_options(const MapFields& map, RawNode& raw) {
     }
 }
 
+// Every class enters each tree exactly once. "Missing" is only reported for an otherwise valid
+// tree: a misspelled class on a leaf already says what is wrong.
 void PolicyLoader::check_tree_classes(const RawTree& tree, const Field& field) {
     std::vector<const RawNode*> served_by(class_names_.size(), nullptr);
     std::vector<const RawNode*> pending{&tree.root};
@@ -920,10 +946,12 @@ void PolicyLoader::check_tree_classes(const RawTree& tree, const Field& field) {
                 served_by[cls] = raw;
             }
         }
-        for (const RawNode& child : raw->children) pending.push_back(&child);
+        for (auto child = raw->children.rbegin(); child != raw->children.rend(); ++child) {
+            pending.push_back(&*child);
+        }
     }
     for (size_t cls = 0; cls < served_by.size(); ++cls) {
-        if (!served_by[cls] && !class_names_[cls].empty()) {
+        if (tree.valid && !served_by[cls] && !class_names_[cls].empty()) {
             errors_.add(field.mark, field.path,
                         "class '" + class_names_[cls] + "' has no leaf in this tree");
         }
@@ -994,7 +1022,7 @@ bool PolicyLoader::resolve_node(const RawNode& raw, uint64_t parent_rate, const 
         }
         const ByteBudget burst =
             raw.shaper_burst.value_or(ByteBudget{.bytes = 0, .ns = kDefaultBurstNs, .is_duration = true});
-        const uint64_t frame_bytes = port.mtu + kFrameOverheadBytes;
+        const uint64_t frame_bytes = uint64_t{port.mtu} + kFrameOverheadBytes;
         // A bucket smaller than a frame could never release that frame.
         const uint64_t burst_bytes = std::max(burst.resolve(rate), raw.shaper_burst ? 0 : frame_bytes);
         if (burst_bytes < frame_bytes || burst_bytes > kMaxBurstBytes) {
@@ -1006,6 +1034,14 @@ bool PolicyLoader::resolve_node(const RawNode& raw, uint64_t parent_rate, const 
         }
         out.shaper = ShaperPolicy{rate, burst_bytes};
         out.rate_bits_per_sec = std::min(rate, parent_rate);
+    }
+    const uint64_t frame_bytes = port.mtu + kFrameOverheadBytes;
+    if (out.is_leaf() && out.limit_bytes < frame_bytes) {
+        errors_.add(raw.field.mark, join_path(raw.field.path, "limit.bytes"),
+                    "limit of " + std::to_string(out.limit_bytes) +
+                        " bytes cannot hold one frame of port '" + port.name + "' (" +
+                        std::to_string(frame_bytes) + " bytes)");
+        ok = false;
     }
     out.children.clear();
     for (const RawNode& child : raw.children) {
@@ -1140,8 +1176,8 @@ std::optional<Field> PolicyLoader::read_rule(const Field& field, ClassifierRule&
 
 void PolicyLoader::read_heuristics(const Field& field) {
     const MapFields map(field,
-                        {"roce", "dscp_map", "serving", "elephant", "default_class", "malformed",
-                         "vxlan_inner"},
+                        {"roce", "dscp_map", "serving", "elephant", "reclass_gap", "default_class",
+                         "malformed", "vxlan_inner"},
                         errors_);
     HeuristicsPolicy& h = policy_.classifier.heuristics;
     if (auto f = map.get("roce")) h.roce_class = lookup_class(*f);
@@ -1175,9 +1211,20 @@ void PolicyLoader::read_heuristics(const Field& field) {
             for (const Field& item : read_sequence(*ports, errors_).value_or(std::vector<Field>{})) {
                 if (auto range = read_range(item, 65535, errors_)) policy.ports.push_back(*range);
             }
+            uint64_t total = 0;
+            for (const ValueRange& range : policy.ports) total += range.last - range.first + 1;
+            if (total > kMaxServingPorts) {
+                errors_.add(ports->mark, ports->path,
+                            "at most " + std::to_string(kMaxServingPorts) +
+                                " serving ports in all (each is a table entry)");
+            }
         }
         if (auto cls = serving.require("class")) policy.class_index = lookup_class(*cls).value_or(0);
         h.serving = policy;
+    }
+    if (auto f = map.get("reclass_gap")) {
+        h.reclass_gap_ns =
+            read_duration_ns(*f, 1'000, 1'000'000'000, errors_).value_or(h.reclass_gap_ns);
     }
     if (auto f = map.get("elephant")) {
         const MapFields elephant(*f, {"bytes", "window", "quiet", "class"}, errors_);
@@ -1188,10 +1235,17 @@ void PolicyLoader::read_heuristics(const Field& field) {
         if (auto v = elephant.require("window")) {
             policy.window_ns = read_duration_ns(*v, 1'000'000, 3'600'000'000'000ULL, errors_).value_or(0);
         }
-        if (auto v = elephant.require("quiet")) {
-            policy.quiet_ns = read_duration_ns(*v, 1'000'000, 3'600'000'000'000ULL, errors_).value_or(0);
+        auto quiet = elephant.require("quiet");
+        if (quiet) {
+            policy.quiet_ns = read_duration_ns(*quiet, 1'000, 3'600'000'000'000ULL, errors_).value_or(0);
         }
         if (auto v = elephant.require("class")) policy.class_index = lookup_class(*v).value_or(0);
+        // A demoted flow may move back only after its packets in the bulk lane have left.
+        if (quiet && policy.quiet_ns != 0 && policy.quiet_ns < h.reclass_gap_ns) {
+            errors_.add(quiet->mark, quiet->path,
+                        "quiet must be at least reclass_gap (" +
+                            std::to_string(h.reclass_gap_ns / 1000) + "us)");
+        }
         h.elephant = policy;
     }
     if (auto f = map.get("default_class")) h.default_class = lookup_class(*f).value_or(h.default_class);
