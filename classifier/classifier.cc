@@ -129,7 +129,10 @@ void Classifier::update_flow(FlowEntry& entry, uint32_t wire_length, uint64_t no
     }
 
     if (fresh || desired.class_id == entry.applied.class_id) {
-        entry.applied = desired;  // same lane (or first packet): nothing can reorder
+        // Same lane (or first packet): nothing can reorder. Store only on change: an
+        // unconditional store here stalled the following load of `applied` (store forwarding)
+        // and cost ~15% of the hit path in classifier_bench.
+        if (fresh || !(desired == entry.applied)) entry.applied = desired;
         return;
     }
     if (gap < config_.reclass_gap_ns) {
@@ -146,25 +149,33 @@ void Classifier::prepare(const uint8_t* frame, uint32_t header_bytes, uint32_t w
                          uint16_t ingress_port, Prepared& prepared) const {
     const ParsedPacket& p = prepared.parsed;
     parse_packet(frame, header_bytes, wire_length, parser_options_, prepared.parsed);
-    KeyFields fields;
-    fields.src_address = p.src_address;
-    fields.dst_address = p.dst_address;
-    fields.ingress_port = ingress_port;
-    fields.vlan_id = p.vlan_id;
-    fields.src_port = p.src_port;
-    fields.dst_port = p.dst_port;
-    fields.ip_protocol = p.ip_protocol;
-    fields.dscp = p.flow_dscp;
-    fields.ip_version = p.flow_ip_version;
-    fields.roce = p.roce;
-    fields.dest_qp = p.dest_qp;
-    prepared.key = make_key(fields);
+    // Same layout as make_key(), built straight from the parse result (no KeyFields copy).
+    PacketKey& key = prepared.key;
+    if (p.flow_ip_version == 6) {
+        key.words[0] = load_be64(p.src_address.data());
+        key.words[1] = load_be64(p.src_address.data() + 8);
+        key.words[2] = load_be64(p.dst_address.data());
+        key.words[3] = load_be64(p.dst_address.data() + 8);
+    } else {
+        // From the 32-bit copies: re-reading the 4-byte address stores as 8-byte words
+        // defeated store forwarding (measured ~10% of the hit path).
+        key.words[0] = uint64_t{p.src_ipv4} << 32;
+        key.words[1] = 0;
+        key.words[2] = uint64_t{p.dst_ipv4} << 32;
+        key.words[3] = 0;
+    }
+    key.words[4] = (uint64_t{ingress_port} << 48) | (uint64_t{p.vlan_id} << 32) |
+                   (uint64_t{p.src_port} << 16) | p.dst_port;
+    key.words[5] = (uint64_t{p.ip_protocol} << 56) | (uint64_t{p.flow_dscp} << 48) |
+                   (uint64_t{p.flow_ip_version} << 40) | (uint64_t{p.roce ? 1u : 0u} << 32) |
+                   (p.dest_qp & 0xFFFFFFu);
     prepared.hash = hash_key(prepared.key);
 }
 
-Result Classifier::finish(const Prepared& prepared, uint32_t wire_length, uint64_t now_ns) {
+void Classifier::finish(const Prepared& prepared, uint32_t wire_length, uint64_t now_ns,
+                        Result& result) {
     const ParsedPacket& p = prepared.parsed;
-    Result result;
+    result = Result{};
     if (p.malformed != MalformedReason::none) {
         ++counters_.malformed[size_t(p.malformed)];
         result.malformed = p.malformed;
@@ -172,7 +183,7 @@ Result Classifier::finish(const Prepared& prepared, uint32_t wire_length, uint64
         result.class_id = config_.default_class;
         result.drop = config_.malformed_policy == MalformedPolicy::drop;
         count(result, wire_length);
-        return result;
+        return;
     }
     result.l3_offset = p.l3_offset;
     result.ip_version = p.ip_version;
@@ -225,7 +236,6 @@ Result Classifier::finish(const Prepared& prepared, uint32_t wire_length, uint64
     result.remark_dscp = applied.remark_dscp;
     result.source = applied.source;
     count(result, wire_length);
-    return result;
 }
 
 void Classifier::count(const Result& result, uint32_t wire_length) {
@@ -245,7 +255,9 @@ Result Classifier::classify(const uint8_t* frame, uint32_t header_bytes, uint32_
                             uint16_t ingress_port, uint64_t now_ns) {
     Prepared prepared;
     prepare(frame, header_bytes, wire_length, ingress_port, prepared);
-    return finish(prepared, wire_length, now_ns);
+    Result result;
+    finish(prepared, wire_length, now_ns, result);
+    return result;
 }
 
 void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* header_bytes,
@@ -266,7 +278,7 @@ void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* he
             for (uint32_t i = 0; i < chunk; ++i) flows_.prefetch_entry(prepared[i].hash);
         }
         for (uint32_t i = 0; i < chunk; ++i) {
-            out[base + i] = finish(prepared[i], wire_lengths[base + i], now_ns);
+            finish(prepared[i], wire_lengths[base + i], now_ns, out[base + i]);
         }
     }
     if (flows_.capacity() != 0 && config_.aging_scan_per_burst != 0) {

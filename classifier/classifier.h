@@ -106,7 +106,7 @@ private:
 
     void prepare(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
                  uint16_t ingress_port, Prepared& prepared) const;
-    Result finish(const Prepared& prepared, uint32_t wire_length, uint64_t now_ns);
+    void finish(const Prepared& prepared, uint32_t wire_length, uint64_t now_ns, Result& result);
     FlowDecision decide(const PacketKey& key) const;
     void update_flow(FlowEntry& entry, uint32_t wire_length, uint64_t now_ns, bool fresh);
     void count(const Result& result, uint32_t wire_length);
@@ -115,7 +115,7 @@ private:
     ParserOptions parser_options_;
     CompiledRuleTable owned_rules_;
     const CompiledRuleTable* rules_;
-    uint64_t rules_epoch_ = 1;
+    uint32_t rules_epoch_ = 1;  // bumped per use_rules(); wraps after 2^32 swaps
     std::array<uint8_t, 64> dscp_class_{};           // kNoClass when unmapped
     std::vector<uint64_t> serving_port_bits_;        // 65536-bit set
     FlowTable flows_;

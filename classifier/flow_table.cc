@@ -28,7 +28,6 @@ FlowEntry* FlowTable::insert(const PacketKey& key, uint32_t hash) {
     FlowEntry& entry = entries_[index];
     entry = FlowEntry{};
     entry.key = key;
-    entry.hash = hash;
     entry.in_use = true;
     ++size_;
     return &entry;
@@ -36,7 +35,7 @@ FlowEntry* FlowTable::insert(const PacketKey& key, uint32_t hash) {
 
 void FlowTable::erase(FlowEntry& entry) {
     const uint32_t index = uint32_t(&entry - entries_.data());
-    uint32_t hole = entry.hash & slot_mask_;
+    uint32_t hole = hash_key(entry.key) & slot_mask_;  // not stored: keeps entries at 128 B
     while (uint32_t(slots_[hole]) != index + 1) hole = (hole + 1) & slot_mask_;
     // Backward-shift deletion: pull later members of the probe run into the hole when their
     // home slot does not lie cyclically in (hole, next].

@@ -27,6 +27,8 @@ struct FlowDecision {
     uint8_t class_id = 0;
     uint8_t remark_dscp = kNoRemark;
     MatchSource source = MatchSource::default_class;
+
+    friend bool operator==(const FlowDecision&, const FlowDecision&) = default;
 };
 
 struct alignas(64) FlowEntry {
@@ -37,14 +39,15 @@ struct alignas(64) FlowEntry {
     uint64_t last_seen_ns = 0;
     uint64_t window_start_ns = 0;   // elephant detection: current window start
     uint64_t window_bytes = 0;      // bytes seen in the current window
-    uint64_t rules_epoch = 0;       // Classifier rule epoch `decision` was taken under
+    uint32_t rules_epoch = 0;       // Classifier rule epoch `decision` was taken under
     FlowDecision decision;          // what rules/heuristics say for this flow
     FlowDecision applied;           // what its packets get now: lags `decision` (or the
                                     // elephant verdict) until a gap, see README.md
-    uint32_t hash = 0;
     bool elephant = false;
     bool in_use = false;
 };
+
+static_assert(sizeof(FlowEntry) == 128, "two cache lines: see FlowTable::prefetch_entry");
 
 class FlowTable {
 public:
@@ -64,7 +67,7 @@ public:
         }
     }
 
-    // A fresh entry (counters zero, in_use set, key and hash filled), or nullptr when full.
+    // A fresh entry (counters zero, in_use set, key filled), or nullptr when full.
     // `key` must not be present.
     FlowEntry* insert(const PacketKey& key, uint32_t hash);
 
@@ -76,7 +79,11 @@ public:
     void prefetch_entry(uint32_t hash) const {
         const uint64_t value = slots_[hash & slot_mask_];
         if (value != 0 && uint32_t(value >> 32) == hash) {
-            __builtin_prefetch(&entries_[uint32_t(value) - 1]);
+            // Both cache lines: a hit reads the key (first line) and updates ageing, elephant
+            // and decision state (second line).
+            const char* entry = reinterpret_cast<const char*>(&entries_[uint32_t(value) - 1]);
+            __builtin_prefetch(entry);
+            __builtin_prefetch(entry + 64);
         }
     }
 

@@ -102,6 +102,8 @@ private:
         out_.ip_protocol = ip[9];
         std::memcpy(out_.src_address.data(), ip + 12, 4);
         std::memcpy(out_.dst_address.data(), ip + 16, 4);
+        out_.src_ipv4 = be32(ip + 12);
+        out_.dst_ipv4 = be32(ip + 16);
         const uint16_t fragment_field = be16(ip + 6);
         const bool more_fragments = (fragment_field & 0x2000) != 0;
         const uint32_t fragment_offset = fragment_field & 0x1FFF;
@@ -131,6 +133,8 @@ private:
         set_l3(offset, 6, uint8_t(((ip[0] & 0x0F) << 4) | (ip[1] >> 4)), inner);
         std::memcpy(out_.src_address.data(), ip + 8, 16);
         std::memcpy(out_.dst_address.data(), ip + 24, 16);
+        out_.src_ipv4 = 0;  // an inner IPv6 packet replaces outer IPv4 addresses
+        out_.dst_ipv4 = 0;
 
         uint8_t next = ip[6];
         uint32_t cursor = offset + kIpv6Header;
@@ -229,6 +233,8 @@ private:
                     out_.ip_protocol = 0;
                     out_.src_address = {};
                     out_.dst_address = {};
+                    out_.src_ipv4 = 0;
+                    out_.dst_ipv4 = 0;
                     out_.flow_ip_version = 0;
                     out_.flow_dscp = 0;
                     return ethernet(payload + kVxlanHeader, offset + udp_length, true);

@@ -51,6 +51,8 @@ struct ParsedPacket {
     uint8_t flow_dscp = 0;
     std::array<uint8_t, 16> src_address{};  // IPv4: first 4 bytes
     std::array<uint8_t, 16> dst_address{};
+    uint32_t src_ipv4 = 0;     // IPv4 addresses as host-order numbers (0 for IPv6)
+    uint32_t dst_ipv4 = 0;
     uint8_t ip_protocol = 0;   // final upper-layer protocol after IPv6 extension headers
     uint16_t src_port = 0;     // TCP/UDP only
     uint16_t dst_port = 0;
