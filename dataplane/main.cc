@@ -5,8 +5,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "control/check_command.h"
 #include "dataplane/run_command.h"
 #include "dataplane/version.h"
+#include "replay/gen_command.h"
 
 int main(int argc, char** argv) {
     // One event per line on stderr, without colour: friendly to journald and to log files.
@@ -29,6 +31,8 @@ int main(int argc, char** argv) {
         std::printf("twinlane %s\n", twinlane::kVersion);
     });
     twinlane::dataplane::add_run_command(app, exit_code);
+    twinlane::control::add_check_command(app);
+    twinlane::replay::add_gen_command(app);
 
     CLI11_PARSE(app, argc, argv);
     return exit_code;
