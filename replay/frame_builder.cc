@@ -28,7 +28,8 @@ uint32_t sum16(std::span<const uint8_t> bytes, uint32_t sum) {
 }
 
 uint16_t fold(uint32_t sum) {
-    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    while (sum >> 16)
+        sum = (sum & 0xFFFF) + (sum >> 16);
     return static_cast<uint16_t>(~sum);
 }
 

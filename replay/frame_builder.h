@@ -22,8 +22,8 @@ namespace twinlane::replay {
 using MacAddress = std::array<uint8_t, 6>;
 
 struct IpAddress {
-    uint8_t version = 4;                // 4 or 6
-    std::array<uint8_t, 16> bytes{};    // IPv4 uses the first 4 bytes, network order
+    uint8_t version = 4;              // 4 or 6
+    std::array<uint8_t, 16> bytes{};  // IPv4 uses the first 4 bytes, network order
 
     static IpAddress v4(uint32_t host_order_address);
     static IpAddress v6(const std::array<uint8_t, 16>& network_order_bytes);

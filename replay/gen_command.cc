@@ -5,8 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
-#include "replay/pcap_io.h"
 #include "control/units.h"
+#include "replay/pcap_io.h"
 
 namespace twinlane::replay {
 namespace {
@@ -34,10 +34,9 @@ std::string format_gen_summary(const GenSummary& summary) {
     std::string table = fmt::format("{:<24} {:>10} {:>14} {:>10} {:>8}\n", "component", "packets",
                                     "bytes", "Gb/s", "load");
     const auto row = [&](const std::string& name, const PacketByteCount& sent) {
-        const double bps = summary.duration_ns == 0
-                               ? 0.0
-                               : static_cast<double>(sent.bytes) * 8e9 /
-                                     static_cast<double>(summary.duration_ns);
+        const double bps = summary.duration_ns == 0 ? 0.0
+                                                    : static_cast<double>(sent.bytes) * 8e9 /
+                                                          static_cast<double>(summary.duration_ns);
         table += fmt::format("{:<24} {:>10} {:>14} {:>10.3f} {:>8.3f}\n", name, sent.packets,
                              sent.bytes, bps / 1e9, bps / summary.link_rate_bps);
     };
@@ -51,9 +50,9 @@ std::string format_gen_summary(const GenSummary& summary) {
         row(traffic_class_name(static_cast<TrafficClass>(c)), summary.per_class[c]);
     }
     row("total", summary.total);
-    table += fmt::format("link {:.3f} Gb/s, duration {:.3f} ms (loads are frame bytes / link)\n",
-                         summary.link_rate_bps / 1e9,
-                         static_cast<double>(summary.duration_ns) / 1e6);
+    table +=
+        fmt::format("link {:.3f} Gb/s, duration {:.3f} ms (loads are frame bytes / link)\n",
+                    summary.link_rate_bps / 1e9, static_cast<double>(summary.duration_ns) / 1e6);
     return table;
 }
 

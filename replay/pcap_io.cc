@@ -11,8 +11,8 @@ namespace twinlane::replay {
 
 PcapReader::PcapReader(const std::string& path) : path_(path) {
     char errbuf[PCAP_ERRBUF_SIZE] = {};
-    handle_ = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO,
-                                                      errbuf);
+    handle_ =
+        pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, errbuf);
     if (handle_ == nullptr) {
         throw PcapError("cannot read pcap '" + path + "': " + errbuf);
     }
@@ -54,8 +54,7 @@ bool PcapReader::next(PcapRecord& record) {
     return true;
 }
 
-PcapWriter::PcapWriter(const std::string& path, TimestampPrecision precision,
-                       uint32_t snap_length)
+PcapWriter::PcapWriter(const std::string& path, TimestampPrecision precision, uint32_t snap_length)
     : path_(path), precision_(precision), snap_length_(snap_length) {
     const u_int libpcap_precision = precision == TimestampPrecision::nanosecond
                                         ? PCAP_TSTAMP_PRECISION_NANO

@@ -25,7 +25,7 @@ struct pcap_dumper;
 namespace twinlane::replay {
 
 class PcapError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -33,12 +33,12 @@ enum class TimestampPrecision { microsecond, nanosecond };
 
 struct PcapRecord {
     uint64_t timestamp_ns = 0;
-    uint32_t wire_length = 0;            // bytes on the wire (pcap "len")
-    std::span<const uint8_t> captured;   // captured bytes (pcap "caplen"), <= wire_length
+    uint32_t wire_length = 0;           // bytes on the wire (pcap "len")
+    std::span<const uint8_t> captured;  // captured bytes (pcap "caplen"), <= wire_length
 };
 
 class PcapReader {
-public:
+  public:
     explicit PcapReader(const std::string& path);
     ~PcapReader();
     PcapReader(const PcapReader&) = delete;
@@ -50,7 +50,7 @@ public:
     uint32_t snap_length() const { return snap_length_; }
     uint64_t records_read() const { return records_read_; }
 
-private:
+  private:
     std::string path_;
     pcap* handle_ = nullptr;
     uint32_t snap_length_ = 0;
@@ -58,7 +58,7 @@ private:
 };
 
 class PcapWriter {
-public:
+  public:
     static constexpr uint32_t kDefaultSnapLength = 65535;
 
     PcapWriter(const std::string& path,
@@ -74,7 +74,7 @@ public:
 
     uint64_t records_written() const { return records_written_; }
 
-private:
+  private:
     std::string path_;
     TimestampPrecision precision_;
     uint32_t snap_length_;

@@ -13,11 +13,12 @@
 namespace twinlane::replay {
 
 class Prng {
-public:
+  public:
     // `stream` separates independent sequences derived from one user seed.
     explicit Prng(uint64_t seed, uint64_t stream = 0) {
         uint64_t mix = seed ^ (stream * 0xD1B54A32D192ED03ULL);
-        for (auto& word : state_) word = splitmix64(mix);
+        for (auto& word : state_)
+            word = splitmix64(mix);
     }
 
     uint64_t next_u64() {
@@ -45,7 +46,7 @@ public:
     // Exponential with the given mean; log1p(-u) is finite because u < 1.
     double exponential(double mean) { return -mean * std::log1p(-uniform01()); }
 
-private:
+  private:
     static uint64_t rotl(uint64_t value, int bits) {
         return (value << bits) | (value >> (64 - bits));
     }

@@ -13,7 +13,8 @@ constexpr std::array<uint32_t, 256> make_crc_table() {
     std::array<uint32_t, 256> table{};
     for (uint32_t i = 0; i < 256; ++i) {
         uint32_t crc = i;
-        for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ ((crc & 1U) ? 0xEDB88320U : 0U);
+        for (int bit = 0; bit < 8; ++bit)
+            crc = (crc >> 1) ^ ((crc & 1U) ? 0xEDB88320U : 0U);
         table[i] = crc;
     }
     return table;
@@ -21,7 +22,8 @@ constexpr std::array<uint32_t, 256> make_crc_table() {
 constexpr auto kCrcTable = make_crc_table();
 
 uint32_t crc_update(uint32_t crc, const uint8_t* bytes, size_t length) {
-    for (size_t i = 0; i < length; ++i) crc = kCrcTable[(crc ^ bytes[i]) & 0xFF] ^ (crc >> 8);
+    for (size_t i = 0; i < length; ++i)
+        crc = kCrcTable[(crc ^ bytes[i]) & 0xFF] ^ (crc >> 8);
     return crc;
 }
 
@@ -44,9 +46,12 @@ size_t encode_roce_headers(const BthFields& bth, const RethFields& reth,
     at[11] = static_cast<uint8_t>(bth.psn);
     if (!opcode_carries_reth(bth.opcode)) return kBthBytes;
     uint8_t* r = at + kBthBytes;
-    for (int i = 0; i < 8; ++i) r[i] = static_cast<uint8_t>(reth.virtual_address >> (56 - 8 * i));
-    for (int i = 0; i < 4; ++i) r[8 + i] = static_cast<uint8_t>(reth.remote_key >> (24 - 8 * i));
-    for (int i = 0; i < 4; ++i) r[12 + i] = static_cast<uint8_t>(reth.dma_length >> (24 - 8 * i));
+    for (int i = 0; i < 8; ++i)
+        r[i] = static_cast<uint8_t>(reth.virtual_address >> (56 - 8 * i));
+    for (int i = 0; i < 4; ++i)
+        r[8 + i] = static_cast<uint8_t>(reth.remote_key >> (24 - 8 * i));
+    for (int i = 0; i < 4; ++i)
+        r[12 + i] = static_cast<uint8_t>(reth.dma_length >> (24 - 8 * i));
     return kBthBytes + kRethBytes;
 }
 
@@ -79,15 +84,15 @@ uint32_t compute_icrc(std::span<const uint8_t> frame) {
     uint32_t crc = crc_update(0xFFFFFFFFU, kOnes, sizeof(kOnes));
     crc = crc_update(crc, masked.data(), masked_bytes);
     const size_t payload_start = l3 + masked_bytes;
-    crc = crc_update(crc, frame.data() + payload_start,
-                     frame.size() - kIcrcBytes - payload_start);
+    crc = crc_update(crc, frame.data() + payload_start, frame.size() - kIcrcBytes - payload_start);
     return ~crc;
 }
 
 void store_icrc(std::span<uint8_t> frame) {
     const uint32_t icrc = compute_icrc(frame);
     uint8_t* slot = frame.data() + frame.size() - kIcrcBytes;
-    for (int i = 0; i < 4; ++i) slot[i] = static_cast<uint8_t>(icrc >> (8 * i));
+    for (int i = 0; i < 4; ++i)
+        slot[i] = static_cast<uint8_t>(icrc >> (8 * i));
 }
 
 }  // namespace twinlane::replay

@@ -62,9 +62,12 @@ void require(bool condition, const std::string& message) {
 
 const char* traffic_class_name(TrafficClass traffic_class) {
     switch (traffic_class) {
-        case TrafficClass::training: return "training";
-        case TrafficClass::inference: return "inference";
-        case TrafficClass::other: return "other";
+        case TrafficClass::training:
+            return "training";
+        case TrafficClass::inference:
+            return "inference";
+        case TrafficClass::other:
+            return "other";
     }
     return "unknown";
 }
@@ -127,8 +130,7 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
         BulkBurstSpec collective;
         collective.transport = tcp_job ? BulkTransport::tcp : BulkTransport::roce;
         collective.payload_bytes = tcp_job ? kJumboMssBytes : kRocePayloadBytes;
-        collective.traffic_class =
-            static_cast<uint8_t>((tcp_job ? 0 : kDscpRoce << 2) | kEcnEct0);
+        collective.traffic_class = static_cast<uint8_t>((tcp_job ? 0 : kDscpRoce << 2) | kEcnEct0);
         collective.steps_per_iteration = flows > 1 ? 2 * (flows - 1) : 1;  // ring all-reduce
         collective.target_packets_per_burst = 32;
         collective.offered_bps = job_bps * (1 - kCheckpointShareOfTraining);
@@ -145,15 +147,15 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
             } else {
                 flow.dest_qp = 0x100 + job * 256 + f;
                 // RoCEv2 puts flow entropy in the UDP source port (0xC000-0xFFFF).
-                flow.src_port = static_cast<uint16_t>(
-                    0xC000 | ((flow.dest_qp * 2654435761U) >> 18 & 0x3FFF));
+                flow.src_port =
+                    static_cast<uint16_t>(0xC000 | ((flow.dest_qp * 2654435761U) >> 18 & 0x3FFF));
                 flow.dst_port = kRoceV2UdpPort;
             }
             collective.flows.push_back(flow);
         }
-        const uint32_t collective_component = add_component(
-            "job" + std::to_string(job) + (tcp_job ? " nccl-tcp" : " roce"), TrafficClass::training,
-            static_cast<int>(job));
+        const uint32_t collective_component =
+            add_component("job" + std::to_string(job) + (tcp_job ? " nccl-tcp" : " roce"),
+                          TrafficClass::training, static_cast<int>(job));
         add_source(std::make_unique<BulkBurstSource>(collective), collective_component);
 
         const bool nfs = job % 2 == 0;
@@ -169,9 +171,9 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
         checkpoint.flows.push_back({benchmark_v4(16 + job, 1), benchmark_v4(100, nfs ? 10 : 11),
                                     static_cast<uint16_t>(50000 + job),
                                     static_cast<uint16_t>(nfs ? 2049 : 443), 0});
-        const uint32_t checkpoint_component =
-            add_component("job" + std::to_string(job) + (nfs ? " checkpoint-nfs" : " checkpoint-s3"),
-                          TrafficClass::training, static_cast<int>(job));
+        const uint32_t checkpoint_component = add_component(
+            "job" + std::to_string(job) + (nfs ? " checkpoint-nfs" : " checkpoint-s3"),
+            TrafficClass::training, static_cast<int>(job));
         add_source(std::make_unique<BulkBurstSource>(checkpoint), checkpoint_component);
     }
 
@@ -197,10 +199,10 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
         const bool v6 = std::floor((client + 1) * options.ipv6_fraction) >
                         std::floor(client * options.ipv6_fraction);
         TransactionSpec spec;
-        spec.client = v6 ? benchmark_v6(1, static_cast<uint16_t>(client + 1))
-                         : inference_client_v4(client);
-        spec.server = v6 ? benchmark_v6(2, static_cast<uint16_t>(port + 1))
-                         : benchmark_v4(200, 1 + port);
+        spec.client =
+            v6 ? benchmark_v6(1, static_cast<uint16_t>(client + 1)) : inference_client_v4(client);
+        spec.server =
+            v6 ? benchmark_v6(2, static_cast<uint16_t>(port + 1)) : benchmark_v4(200, 1 + port);
         spec.client_port = static_cast<uint16_t>(49152 + client);
         spec.server_port = kInferencePorts[port];
         spec.protocol = L4Protocol::tcp;
@@ -236,8 +238,8 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
     const OtherProfile other_profiles[] = {
         {"dns", 0.1, 4, 53, L4Protocol::udp, AppFraming::dns, 45, 80, 80, 300, 50'000, 500'000,
          10e9, ArrivalPattern::poisson},
-        {"ssh", 0.1, 2, 22, L4Protocol::tcp, AppFraming::ssh, 36, 120, 36, 400, 100'000,
-         1'000'000, 10e9, ArrivalPattern::on_off},
+        {"ssh", 0.1, 2, 22, L4Protocol::tcp, AppFraming::ssh, 36, 120, 36, 400, 100'000, 1'000'000,
+         10e9, ArrivalPattern::on_off},
         {"http", 0.8, 4, 80, L4Protocol::tcp, AppFraming::http, 60, 200, 8000, 64000, 200'000,
          1'000'000, 10e9, ArrivalPattern::poisson},
     };
@@ -315,7 +317,8 @@ GenSummary write_traffic_pcap(const GenOptions& options) {
     TrafficGenerator generator(options);
     PcapWriter writer(options.output_path, TimestampPrecision::nanosecond);
     GeneratedFrame frame;
-    while (generator.next(frame)) writer.write(frame.timestamp_ns, frame.bytes);
+    while (generator.next(frame))
+        writer.write(frame.timestamp_ns, frame.bytes);
     writer.close();
     return generator.summary();
 }

@@ -84,7 +84,7 @@ struct GeneratedFrame {
 class FrameSource;
 
 class TrafficGenerator {
-public:
+  public:
     explicit TrafficGenerator(const GenOptions& options);
     ~TrafficGenerator();
     TrafficGenerator(const TrafficGenerator&) = delete;
@@ -95,7 +95,7 @@ public:
     // Counts of frames returned so far (complete after next() returned false).
     const GenSummary& summary() const { return summary_; }
 
-private:
+  private:
     struct HeapEntry {
         uint64_t timestamp_ns;
         uint32_t source;

@@ -22,7 +22,9 @@ constexpr double kStepGapNs = 2000;
 // One iteration's communication must fit in this share of the iteration period.
 constexpr double kMaxCommunicationShare = 0.8;
 
-uint64_t to_ns(double time_ns) { return static_cast<uint64_t>(std::llround(time_ns)); }
+uint64_t to_ns(double time_ns) {
+    return static_cast<uint64_t>(std::llround(time_ns));
+}
 
 void put16(uint8_t* at, uint32_t value) {
     at[0] = static_cast<uint8_t>(value >> 8);
@@ -57,7 +59,8 @@ BulkBurstSource::BulkBurstSource(const BulkBurstSpec& spec)
     const double duration_ns = static_cast<double>(spec_.duration_ns);
     max_jitter_ns_ = kBurstJitterNs;
     step_gap_ns_ = kStepGapNs;
-    const double barrier_ns_per_iteration = static_cast<double>(steps) * (max_jitter_ns_ + step_gap_ns_);
+    const double barrier_ns_per_iteration =
+        static_cast<double>(steps) * (max_jitter_ns_ + step_gap_ns_);
     const double wanted_iterations =
         spec_.target_iteration_period_ns > 0
             ? duration_ns / static_cast<double>(spec_.target_iteration_period_ns)
@@ -78,17 +81,17 @@ BulkBurstSource::BulkBurstSource(const BulkBurstSpec& spec)
         throw std::invalid_argument("duration too short for a training iteration of " +
                                     std::to_string(steps) + " steps");
     }
-    const double max_step_bits =
-        static_cast<double>(max_packets_per_burst * frame_bytes(0)) * 8.0;
+    const double max_step_bits = static_cast<double>(max_packets_per_burst * frame_bytes(0)) * 8.0;
     // Senders are NICs faster than the bottleneck; speed them up if the schedule needs it.
-    sender_rate_bps_ = std::max(spec_.nominal_sender_rate_bps,
-                                static_cast<double>(steps) * max_step_bits * kNsPerSecond /
-                                    transmit_budget_ns);
+    sender_rate_bps_ =
+        std::max(spec_.nominal_sender_rate_bps,
+                 static_cast<double>(steps) * max_step_bits * kNsPerSecond / transmit_budget_ns);
     const double communication_ns =
         static_cast<double>(steps) * max_step_bits * kNsPerSecond / sender_rate_bps_ +
         barrier_ns_per_iteration;
     first_iteration_ns_ = jitter_rng_.uniform01() * (iteration_period_ns_ - communication_ns);
-    for (FlowState& flow : flows_) flow.tcp_seq = static_cast<uint32_t>(jitter_rng_.next_u64());
+    for (FlowState& flow : flows_)
+        flow.tcp_seq = static_cast<uint32_t>(jitter_rng_.next_u64());
 }
 
 size_t BulkBurstSource::frame_bytes(uint32_t packet_in_burst) const {
@@ -112,18 +115,19 @@ bool BulkBurstSource::start_next_step() {
             // Spread packets over bursts evenly so the total is exact (Bresenham).
             const uint64_t burst = first_burst + f;
             FlowState& flow = flows_[f];
-            flow.packets_in_burst = static_cast<uint32_t>(
-                (burst + 1) * total_packets_ / total_bursts_ - burst * total_packets_ / total_bursts_);
+            flow.packets_in_burst =
+                static_cast<uint32_t>((burst + 1) * total_packets_ / total_bursts_ -
+                                      burst * total_packets_ / total_bursts_);
             flow.next_packet = 0;
             flow.bits_sent = 0;
             flow.burst_start_ns = start + jitter_rng_.uniform01() * max_jitter_ns_;
             if (flow.packets_in_burst == 0) continue;
             any_packets = true;
             const double burst_bits =
-                8.0 * static_cast<double>(frame_bytes(0) +
-                                          (flow.packets_in_burst - 1) * frame_bytes(1));
-            step_end_ns_ = std::max(step_end_ns_, flow.burst_start_ns +
-                                                      burst_bits * kNsPerSecond / sender_rate_bps_);
+                8.0 *
+                static_cast<double>(frame_bytes(0) + (flow.packets_in_burst - 1) * frame_bytes(1));
+            step_end_ns_ = std::max(
+                step_end_ns_, flow.burst_start_ns + burst_bits * kNsPerSecond / sender_rate_bps_);
         }
         if (++step_ == spec_.steps_per_iteration) {
             step_ = 0;
@@ -141,7 +145,8 @@ bool BulkBurstSource::advance() {
         for (size_t f = 0; f < flows_.size(); ++f) {
             const FlowState& flow = flows_[f];
             if (flow.next_packet >= flow.packets_in_burst) continue;
-            const double time = flow.burst_start_ns + flow.bits_sent * kNsPerSecond / sender_rate_bps_;
+            const double time =
+                flow.burst_start_ns + flow.bits_sent * kNsPerSecond / sender_rate_bps_;
             if (time < best_time) {
                 best_time = time;
                 best = f;
@@ -184,8 +189,8 @@ void BulkBurstSource::build(size_t flow_index) {
         bth.psn = state.psn;
         state.psn = (state.psn + 1) & 0xFFFFFF;
         RethFields reth;
-        reth.virtual_address =
-            0x7F00'0000'0000ULL + (static_cast<uint64_t>(flow_index) << 32) + (state.message_offset & 0xFFFF'FFFF);
+        reth.virtual_address = 0x7F00'0000'0000ULL + (static_cast<uint64_t>(flow_index) << 32) +
+                               (state.message_offset & 0xFFFF'FFFF);
         reth.remote_key = 0x1000 + flow.dest_qp;
         reth.dma_length = count * spec_.payload_bytes;
         std::array<uint8_t, kBthBytes + kRethBytes> transport_headers{};
@@ -295,22 +300,24 @@ TransactionSource::TransactionSource(const TransactionSpec& spec, TransactionDir
             sizes.uniform_int(spec_.request_min_bytes, spec_.request_max_bytes));
         const auto response = static_cast<uint32_t>(
             sizes.uniform_int(spec_.response_min_bytes, spec_.response_max_bytes));
-        const double cost = static_cast<double>(message_frame_bytes(request) +
-                                                message_frame_bytes(response));
+        const double cost =
+            static_cast<double>(message_frame_bytes(request) + message_frame_bytes(response));
         if (used + cost <= spec_.budget_bytes) {
             used += cost;
             ++transactions_;
             last_response_bytes_ = response;
             continue;
         }
-        const double left = spec_.budget_bytes - used - static_cast<double>(message_frame_bytes(request));
+        const double left =
+            spec_.budget_bytes - used - static_cast<double>(message_frame_bytes(request));
         if (left >= static_cast<double>(header_bytes_ + 1)) {
             const auto left_bytes = static_cast<uint64_t>(left);
             const uint64_t per_segment = spec_.mss_bytes + header_bytes_;
-            const uint64_t segments =
-                spec_.protocol == L4Protocol::udp ? 1 : (left_bytes + per_segment - 1) / per_segment;
-            last_response_bytes_ = static_cast<uint32_t>(
-                std::max<uint64_t>(1, left_bytes - segments * header_bytes_));
+            const uint64_t segments = spec_.protocol == L4Protocol::udp
+                                          ? 1
+                                          : (left_bytes + per_segment - 1) / per_segment;
+            last_response_bytes_ =
+                static_cast<uint32_t>(std::max<uint64_t>(1, left_bytes - segments * header_bytes_));
             ++transactions_;
         }
         break;
@@ -348,7 +355,8 @@ bool TransactionSource::next_transaction() {
 
     const bool requests = direction_ == TransactionDirection::requests;
     const uint32_t payload = requests ? current_.request_bytes : current_.response_bytes;
-    segments_ = spec_.protocol == L4Protocol::udp ? 1 : (payload + spec_.mss_bytes - 1) / spec_.mss_bytes;
+    segments_ =
+        spec_.protocol == L4Protocol::udp ? 1 : (payload + spec_.mss_bytes - 1) / spec_.mss_bytes;
     next_segment_ = 0;
     bits_sent_ = 0;
     double ready_ns = current_.arrival_ns;
@@ -418,10 +426,10 @@ void TransactionSource::build(uint32_t segment) {
                 const uint32_t frame_length = message_bytes > 9 ? message_bytes - 9 : 0;
                 prefix[0] = static_cast<uint8_t>(frame_length >> 16);
                 put16(&prefix[1], frame_length & 0xFFFF);
-                prefix[3] = 0x0;                      // DATA
-                prefix[4] = request ? 0x0 : 0x1;      // END_STREAM on the response
+                prefix[3] = 0x0;                  // DATA
+                prefix[4] = request ? 0x0 : 0x1;  // END_STREAM on the response
                 put32(&prefix[5], static_cast<uint32_t>(2 * index_ - 1) & 0x7FFF'FFFF);
-                prefix[9] = 0;                        // not compressed
+                prefix[9] = 0;  // not compressed
                 put32(&prefix[10], message_bytes > 14 ? message_bytes - 14 : 0);
                 prefix_bytes = 14;
                 break;
@@ -429,12 +437,12 @@ void TransactionSource::build(uint32_t segment) {
             case AppFraming::dns: {
                 // Header, the question "inference.svc.cluster.local A IN", and in the
                 // response one A record pointing back at the question's name.
-                constexpr uint8_t kQuestion[] = {9,   'i', 'n', 'f', 'e', 'r', 'e', 'n', 'c', 'e',
-                                                 3,   's', 'v', 'c', 7,   'c', 'l', 'u', 's', 't',
-                                                 'e', 'r', 5,   'l', 'o', 'c', 'a', 'l', 0,   0,
-                                                 1,   0,   1};
-                constexpr uint8_t kAnswer[] = {0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4,
-                                               198,  18,   200, 1};
+                constexpr uint8_t kQuestion[] = {9,   'i', 'n', 'f', 'e', 'r', 'e', 'n', 'c',
+                                                 'e', 3,   's', 'v', 'c', 7,   'c', 'l', 'u',
+                                                 's', 't', 'e', 'r', 5,   'l', 'o', 'c', 'a',
+                                                 'l', 0,   0,   1,   0,   1};
+                constexpr uint8_t kAnswer[] = {0xC0, 0x0C, 0, 1, 0,   1,  0,   0,
+                                               0,    30,   0, 4, 198, 18, 200, 1};
                 put16(&prefix[0], static_cast<uint32_t>(index_ & 0xFFFF));
                 put16(&prefix[2], request ? 0x0100 : 0x8180);
                 put16(&prefix[4], 1);                // one question
@@ -448,7 +456,8 @@ void TransactionSource::build(uint32_t segment) {
                 break;
             }
             case AppFraming::http: {
-                constexpr std::string_view kRequest = "GET /objects/blob HTTP/1.1\r\nHost: bg\r\n\r\n";
+                constexpr std::string_view kRequest =
+                    "GET /objects/blob HTTP/1.1\r\nHost: bg\r\n\r\n";
                 constexpr std::string_view kResponse =
                     "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n";
                 const std::string_view text = request ? kRequest : kResponse;

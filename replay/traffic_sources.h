@@ -26,14 +26,14 @@
 namespace twinlane::replay {
 
 class FrameSource {
-public:
+  public:
     virtual ~FrameSource() = default;
     // Produces the next frame; false when exhausted.
     virtual bool advance() = 0;
     uint64_t timestamp_ns() const { return timestamp_ns_; }
     std::span<const uint8_t> frame() const { return frame_; }
 
-protected:
+  protected:
     uint64_t timestamp_ns_ = 0;
     std::vector<uint8_t> frame_;
 };
@@ -63,14 +63,14 @@ struct BulkBurstSpec {
 };
 
 class BulkBurstSource final : public FrameSource {
-public:
+  public:
     explicit BulkBurstSource(const BulkBurstSpec& spec);
     bool advance() override;
 
     uint64_t planned_packets() const { return total_packets_; }
     double sender_rate_bps() const { return sender_rate_bps_; }
 
-private:
+  private:
     struct FlowState {
         uint32_t packets_in_burst = 0;
         uint32_t next_packet = 0;
@@ -134,13 +134,13 @@ struct TransactionSpec {
 };
 
 class TransactionSource final : public FrameSource {
-public:
+  public:
     TransactionSource(const TransactionSpec& spec, TransactionDirection direction);
     bool advance() override;
 
     uint64_t planned_transactions() const { return transactions_; }
 
-private:
+  private:
     struct Transaction {
         double arrival_ns = 0;
         uint32_t request_bytes = 0;
@@ -152,12 +152,12 @@ private:
 
     // Walks on/off periods and maps "time spent on" to real time.
     class OnTimeClock {
-    public:
+      public:
         OnTimeClock(const TransactionSpec& spec, double window_ns);
         double total_on_ns() const { return total_on_ns_; }
         double real_time(double on_time_ns);  // on_time must not decrease between calls
 
-    private:
+      private:
         void next_period();
         Prng rng_;
         bool always_on_;

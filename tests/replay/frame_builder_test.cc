@@ -102,12 +102,12 @@ TEST(Roce, FirstPacketCarriesBthAndReth) {
     std::array<uint8_t, kBthBytes + kRethBytes> out{};
     ASSERT_EQ(encode_roce_headers(bth, reth, out), kBthBytes + kRethBytes);
     EXPECT_EQ(out[0], 0x06);
-    EXPECT_EQ(read16(&out[2]), 0xFFFF);                   // default partition key
-    EXPECT_EQ(read32(&out[4]) & 0xFFFFFF, 0x123456U);      // dest QP
-    EXPECT_EQ(read32(&out[8]) & 0xFFFFFF, 0xABCDEFU);      // PSN
-    EXPECT_EQ(read32(&out[12]), 0x11223344U);              // RETH virtual address
-    EXPECT_EQ(read32(&out[20]), 0xCAFEF00DU);              // R_Key
-    EXPECT_EQ(read32(&out[24]), 65536U);                   // DMA length
+    EXPECT_EQ(read16(&out[2]), 0xFFFF);                // default partition key
+    EXPECT_EQ(read32(&out[4]) & 0xFFFFFF, 0x123456U);  // dest QP
+    EXPECT_EQ(read32(&out[8]) & 0xFFFFFF, 0xABCDEFU);  // PSN
+    EXPECT_EQ(read32(&out[12]), 0x11223344U);          // RETH virtual address
+    EXPECT_EQ(read32(&out[20]), 0xCAFEF00DU);          // R_Key
+    EXPECT_EQ(read32(&out[24]), 65536U);               // DMA length
     bth.opcode = bth_opcode::kRcRdmaWriteMiddle;
     EXPECT_EQ(encode_roce_headers(bth, reth, out), kBthBytes);
 }

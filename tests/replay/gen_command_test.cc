@@ -16,7 +16,7 @@ namespace twinlane::replay {
 namespace {
 
 class GenCommandTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         dir_ = std::filesystem::temp_directory_path() /
                ("twinlane_gen_cmd_" + std::to_string(::getpid()) + "_" +
@@ -32,7 +32,8 @@ protected:
         add_gen_command(app, printed_);
         args.insert(args.begin(), "twinlane");
         std::vector<const char*> argv;
-        for (const auto& arg : args) argv.push_back(arg.c_str());
+        for (const auto& arg : args)
+            argv.push_back(arg.c_str());
         app.parse(static_cast<int>(argv.size()), argv.data());
     }
 
@@ -42,9 +43,18 @@ protected:
 };
 
 TEST_F(GenCommandTest, WritesTheTraceAndPrintsPerClassRates) {
-    run({"gen", "-o", output_, "--link-rate", "25Gbps", "--duration", "4ms", "--training-load",
-         "0.5", "--inference-load", "0.2", "--other-load", "0.1", "--jobs", "2",
-         "--flows-per-job", "3", "--clients", "8", "--seed", "7", "--ipv6-fraction", "0.25"});
+    run({"gen",    "-o",
+         output_,  "--link-rate",
+         "25Gbps", "--duration",
+         "4ms",    "--training-load",
+         "0.5",    "--inference-load",
+         "0.2",    "--other-load",
+         "0.1",    "--jobs",
+         "2",      "--flows-per-job",
+         "3",      "--clients",
+         "8",      "--seed",
+         "7",      "--ipv6-fraction",
+         "0.25"});
     const std::string text = printed_.str();
     for (const char* word : {"training", "inference", "other", "total", "job1", "Gb/s"}) {
         EXPECT_NE(text.find(word), std::string::npos) << word;
@@ -55,7 +65,8 @@ TEST_F(GenCommandTest, WritesTheTraceAndPrintsPerClassRates) {
     PcapReader reader(output_);
     PcapRecord record;
     uint64_t packets = 0;
-    while (reader.next(record)) ++packets;
+    while (reader.next(record))
+        ++packets;
     EXPECT_GT(packets, 100U);
     EXPECT_NE(text.find("wrote " + std::to_string(packets) + " packets"), std::string::npos);
 }

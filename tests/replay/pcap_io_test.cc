@@ -14,7 +14,7 @@ namespace twinlane::replay {
 namespace {
 
 class PcapIoTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         dir_ = std::filesystem::temp_directory_path() /
                ("twinlane_pcap_io_" + std::to_string(::getpid()) + "_" +
@@ -26,7 +26,8 @@ protected:
 
     static std::vector<uint8_t> frame(size_t length, uint8_t seed) {
         std::vector<uint8_t> bytes(length);
-        for (size_t i = 0; i < length; ++i) bytes[i] = static_cast<uint8_t>(seed + i * 7);
+        for (size_t i = 0; i < length; ++i)
+            bytes[i] = static_cast<uint8_t>(seed + i * 7);
         return bytes;
     }
 
@@ -66,7 +67,8 @@ TEST_F(PcapIoTest, NanosecondRoundTripKeepsTimestampsBytesAndLengths) {
 TEST_F(PcapIoTest, MicrosecondFileReadsBackAsWholeMicrosecondsInNanoseconds) {
     {
         PcapWriter writer(path("us.pcap"), TimestampPrecision::microsecond);
-        for (uint64_t ts : kTimestamps) writer.write(ts, frame(100, 1));
+        for (uint64_t ts : kTimestamps)
+            writer.write(ts, frame(100, 1));
     }
     // The µs magic number must be on disk: other tools rely on it to pick the resolution.
     std::ifstream in(path("us.pcap"), std::ios::binary);
@@ -148,7 +150,7 @@ TEST_F(PcapIoTest, TruncatedRecordIsReportedAfterTheGoodOnes) {
 
 TEST_F(PcapIoTest, NonEthernetLinkTypeIsRejected) {
     // Classic pcap header, little endian, µs, snaplen 65535, linktype 101 (raw IP).
-    std::vector<uint8_t> header = {0xD4, 0xC3, 0xB2, 0xA1, 2, 0, 4, 0, 0, 0, 0, 0,
+    std::vector<uint8_t> header = {0xD4, 0xC3, 0xB2, 0xA1, 2,    0,    4, 0, 0,   0, 0, 0,
                                    0,    0,    0,    0,    0xFF, 0xFF, 0, 0, 101, 0, 0, 0};
     write_bytes(path("raw.pcap"), header);
     try {

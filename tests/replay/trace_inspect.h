@@ -25,16 +25,20 @@ struct DecodedFrame {
     size_t l4_payload_length = 0;
 };
 
-inline uint16_t read16(const uint8_t* at) { return static_cast<uint16_t>(at[0] << 8 | at[1]); }
+inline uint16_t read16(const uint8_t* at) {
+    return static_cast<uint16_t>(at[0] << 8 | at[1]);
+}
 inline uint32_t read32(const uint8_t* at) {
     return static_cast<uint32_t>(read16(at)) << 16 | read16(at + 2);
 }
 
 // Ones' complement sum without the final complement: a correct header sums to 0xFFFF.
 inline uint32_t ones_sum(const uint8_t* data, size_t length, uint32_t sum = 0) {
-    for (size_t i = 0; i + 1 < length; i += 2) sum += read16(data + i);
+    for (size_t i = 0; i + 1 < length; i += 2)
+        sum += read16(data + i);
     if (length % 2) sum += static_cast<uint32_t>(data[length - 1]) << 8;
-    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    while (sum >> 16)
+        sum = (sum & 0xFFFF) + (sum >> 16);
     return sum;
 }
 

@@ -190,7 +190,7 @@ GenOptions options_for(const LoadCase& c) {
 }
 
 class GeneratedTrace : public ::testing::TestWithParam<LoadCase> {
-protected:
+  protected:
     // One generation per parameter set, shared by the tests that inspect it.
     static const TraceFacts& facts() {
         static std::map<std::string, TraceFacts> cache;
@@ -279,7 +279,8 @@ TEST_P(GeneratedTrace, TrainingSendersBurstFasterThanTheLink) {
 
 INSTANTIATE_TEST_SUITE_P(
     Workloads, GeneratedTrace,
-    ::testing::Values(LoadCase{"defaults_20ms", 10e9, 20'000'000, 1.10, 0.05, 0.02, 4, 4, 32, 0.1, 1},
+    ::testing::Values(LoadCase{"defaults_20ms", 10e9, 20'000'000, 1.10, 0.05, 0.02, 4, 4, 32, 0.1,
+                               1},
                       LoadCase{"link25g_mixed", 25e9, 10'000'000, 0.6, 0.2, 0.1, 5, 8, 12, 0.5, 77},
                       LoadCase{"link1g_light", 1e9, 40'000'000, 0.3, 0.1, 0.05, 1, 2, 4, 0.0, 9}),
     [](const ::testing::TestParamInfo<LoadCase>& info) { return std::string(info.param.name); });
@@ -287,7 +288,7 @@ INSTANTIATE_TEST_SUITE_P(
 // ----- determinism through the pcap file
 
 class GeneratedFile : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         dir_ = std::filesystem::temp_directory_path() /
                ("twinlane_gen_" + std::to_string(::getpid()) + "_" +
@@ -296,7 +297,8 @@ protected:
     }
     void TearDown() override { std::filesystem::remove_all(dir_); }
 
-    std::vector<char> generate(uint64_t seed, const std::string& name, GenSummary* summary = nullptr) {
+    std::vector<char> generate(uint64_t seed, const std::string& name,
+                               GenSummary* summary = nullptr) {
         GenOptions options;
         options.duration_ns = 8'000'000;
         options.seed = seed;
