@@ -1209,7 +1209,12 @@ void PolicyLoader::read_heuristics(const Field& field) {
         ServingPolicy policy;
         if (auto ports = serving.require("ports")) {
             for (const Field& item : read_sequence(*ports, errors_).value_or(std::vector<Field>{})) {
-                if (auto range = read_range(item, 65535, errors_)) policy.ports.push_back(*range);
+                auto range = read_range(item, 65535, errors_);
+                if (range && range->first == 0) {
+                    errors_.add(item.mark, item.path, "port 0 is not a serving port");
+                } else if (range) {
+                    policy.ports.push_back(*range);
+                }
             }
             uint64_t total = 0;
             for (const ValueRange& range : policy.ports) total += range.last - range.first + 1;

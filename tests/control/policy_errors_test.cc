@@ -462,6 +462,14 @@ TEST(PolicyErrors, ElephantQuietShorterThanReclassGap) {
     expect_error(result, "classifier.heuristics.elephant.quiet", 15, 47, "at least reclass_gap");
 }
 
+TEST(PolicyErrors, ServingPortZero) {
+    const PolicyResult result = base_with(
+        "classifier:\n"
+        "  heuristics:\n"
+        "    serving: {ports: [0-80], class: gold}\n");
+    expect_error(result, "classifier.heuristics.serving.ports[0]", 15, 23, "port 0");
+}
+
 TEST(PolicyErrors, NoTreeForAnEgressPort) {
     const PolicyResult result = parse(std::string(kBaseNoTree));
     expect_error(result, "scheduler", 0, 0, "egress port 'b' needs a scheduling tree");
