@@ -338,6 +338,13 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
                             DroppedPacket* drops) {
     uint32_t accepted = 0;
     uint32_t dropped = 0;
+    // Touch the burst's flow queues up front so their cache misses overlap (sched_bench, 64k
+    // flows); a packet with an unknown leaf is skipped here and dropped below.
+    for (uint32_t i = 0; i < count; ++i) {
+        if (packets[i].leaf >= leaves_.size()) continue;
+        const Leaf& leaf = leaves_[packets[i].leaf];
+        __builtin_prefetch(&flows_[leaf.first_flow + (packets[i].flow_hash & leaf.flow_mask)]);
+    }
     for (uint32_t i = 0; i < count; ++i) {
         const Packet& packet = packets[i];
         QueueCounters* charged = &port_drops_;
@@ -417,6 +424,16 @@ bool Scheduler::dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink&
             continue;
         }
         flow.deficit_bytes -= static_cast<int32_t>(out.length_bytes);
+        // Prefetch the next flow's head packet and the flow after it: with 64k flows each is
+        // a cache miss otherwise (measured in sched_bench, 64k flows).
+        if (const uint32_t next = flow.next; next != kInvalid) {
+            const Flow& next_flow = flows_[next];
+            if (next_flow.head != kInvalid) __builtin_prefetch(&slots_[next_flow.head]);
+            if (next_flow.next != kInvalid) __builtin_prefetch(&flows_[next_flow.next]);
+        }
+        // Plain DRR (no sparse-flow rule) drops an emptied flow at once, while its line is
+        // still in cache; with many flows the lazy removal cost an extra miss per packet.
+        if (!leaf.sparse_first && flow.packets == 0) pop_flow_list(leaf, list);
         return true;
     }
 }

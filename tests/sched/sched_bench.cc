@@ -6,7 +6,8 @@
 // Hierarchies, as close as rte_sched's fixed one allows:
 //   rte_sched: port -> 1 subport -> ceil(flows/4) pipes -> best-effort TC -> 4 WRR queues;
 //              flow f goes to pipe f/4, queue f%4 (one queue per flow).
-//   twinlane:  port (drr, shaped at 10 Tb/s) -> fq leaf with one bucket per flow.
+//   twinlane:  port (drr, shaped at 10 Tb/s) -> fq leaf with one bucket per flow, plain DRR
+//              across flows (fq_sparse_first off: rte_sched has no sparse-flow priority).
 // The EAL is initialised once (no hugepages, no PCI, no shared config); rte_sched gets real
 // mbufs from a real mempool.
 // After the benchmarks, a table of twinlane/rte_sched throughput ratios is printed.
@@ -74,6 +75,7 @@ void run_twinlane(benchmark::State& state, SizeMix mix, uint32_t flows) {
     leaf.kind = NodeKind::fq;
     leaf.parent = "port";
     leaf.fq_buckets = flows;
+    leaf.fq_sparse_first = false;  // rte_sched has no sparse-flow priority: plain DRR per flow
     leaf.limit_packets = workload.depth + 2 * kBurst;
     leaf.limit_bytes = uint64_t{1} << 40;
     spec.nodes.push_back(leaf);
