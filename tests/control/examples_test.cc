@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,24 @@ TEST(Examples, DefaultPolicyShape) {
     ASSERT_FALSE(training.children.empty());
     EXPECT_TRUE(training.children[0].ecn.has_value());
     EXPECT_EQ(root.children[1].children[1].kind, NodeKind::fifo);
+}
+
+// The full example at the end of conf/README.md is valid too, so the reference cannot rot.
+TEST(Examples, ReadmeFullExampleIsValid) {
+    std::ifstream in(std::string(TWINLANE_CONF_DIR) + "/README.md");
+    ASSERT_TRUE(in);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string readme = text.str();
+    const std::string fence = "```yaml\nversion: 1";
+    const size_t start = readme.rfind(fence);
+    ASSERT_NE(start, std::string::npos);
+    const size_t body = start + std::string("```yaml\n").size();
+    const size_t end = readme.find("```", body);
+    ASSERT_NE(end, std::string::npos);
+    const PolicyResult result = parse_policy(readme.substr(body, end - body), "README.md");
+    ASSERT_TRUE(result.ok()) << testing::describe(result);
+    EXPECT_EQ(result.policy->classifier.rules.size(), 2u);
 }
 
 TEST(Examples, BrokenFixtureReportsEveryError) {
