@@ -253,7 +253,8 @@ void PolicyLoader::read_document(const Field& root) {
     std::vector<std::optional<Field>> port_trees;
     if (auto ports = map.get("ports"); ports && ports->node.IsSequence()) {
         for (size_t i = 0; i < ports->node.size(); ++i) {
-            const YAML::Node port = ports->node[i];
+            // const: a non-const operator[] would insert the key it looks up.
+            const YAML::Node& port = ports->node[i];
             std::optional<Field> tree;
             if (port.IsMap() && port["scheduler"]) {
                 const YAML::Node node = port["scheduler"];

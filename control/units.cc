@@ -144,11 +144,17 @@ uint64_t ByteBudget::resolve(uint64_t rate_bits_per_sec) const {
     constexpr uint64_t kBitNsPerByteSec = 8'000'000'000ULL;
     const uint64_t whole_seconds = ns / 1'000'000'000ULL;
     const uint64_t rest_ns = ns % 1'000'000'000ULL;
-    const uint64_t from_whole = rate_bits_per_sec / 8 * whole_seconds;
-    const uint64_t bytes_per_ms = rate_bits_per_sec / 8'000;  // rest_ns < 1e9, so split by ms
-    const uint64_t from_rest = bytes_per_ms * (rest_ns / 1'000'000) +
-                               (rate_bits_per_sec * (rest_ns % 1'000'000)) / kBitNsPerByteSec;
-    return from_whole + from_rest;
+    uint64_t from_whole = 0;
+    if (__builtin_mul_overflow(rate_bits_per_sec / 8, whole_seconds, &from_whole)) {
+        return UINT64_MAX;  // saturate: callers compare against limits, a wrap would pass them
+    }
+    // rest_ns < 1e9: whole milliseconds, then the sub-millisecond rest. The last product stays
+    // below 2^64 for rates up to 18 Tb/s (policies allow 10 Tb/s).
+    const uint64_t from_ms = rate_bits_per_sec / 8'000 * (rest_ns / 1'000'000);
+    const uint64_t from_sub_ms = rate_bits_per_sec * (rest_ns % 1'000'000) / kBitNsPerByteSec;
+    uint64_t total = 0;
+    if (__builtin_add_overflow(from_whole, from_ms + from_sub_ms, &total)) return UINT64_MAX;
+    return total;
 }
 
 ParseResult<uint64_t> parse_rate_bits_per_sec(std::string_view text) {

@@ -206,6 +206,7 @@ TEST(ByteBudget, BytesOrLinkTime) {
     EXPECT_EQ(parse_byte_budget("10s")->resolve(400'000'000'000u), 500'000'000'000u);
     EXPECT_EQ(parse_byte_budget("1500ms")->resolve(8'000u), 1'500u);
     EXPECT_EQ(parse_byte_budget("1ns")->resolve(7u), 0u);  // rounds down
+    EXPECT_EQ(parse_byte_budget("99999h")->resolve(10'000'000'000'000u), UINT64_MAX);  // saturates
 
     EXPECT_FALSE(parse_byte_budget("20xs").has_value());
     EXPECT_FALSE(parse_byte_budget("20 apples").has_value());
