@@ -9,7 +9,8 @@ namespace twinlane::control {
 int run_check(const std::string& policy_path, std::ostream& out, std::ostream& err) {
     const PolicyResult result = load_policy(policy_path);
     if (!result.ok()) {
-        for (const PolicyError& error : result.errors) err << error.to_string() << '\n';
+        for (const PolicyError& error : result.errors)
+            err << error.to_string() << '\n';
         err.flush();
         return 1;
     }
@@ -21,7 +22,8 @@ int run_check(const std::string& policy_path, std::ostream& out, std::ostream& e
 }
 
 CLI::App* add_check_command(CLI::App& app, std::ostream& out, std::ostream& err) {
-    CLI::App* check = app.add_subcommand("check", "Validate a policy file and report every problem");
+    CLI::App* check =
+        app.add_subcommand("check", "Validate a policy file and report every problem");
     // Owned by the callback, which the subcommand keeps as long as the app lives.
     auto policy_path = std::make_shared<std::string>();
     check->add_option("-c,--config", *policy_path, "Policy file (YAML)")->required();

@@ -11,16 +11,20 @@ constexpr uint32_t kFrameOverheadBytes = 18;  // Ethernet header + one VLAN tag,
 
 sched::NodeKind to_sched(NodeKind kind) {
     switch (kind) {
-        case NodeKind::strict: return sched::NodeKind::strict;
-        case NodeKind::drr: return sched::NodeKind::drr;
-        case NodeKind::fq: return sched::NodeKind::fq;
-        case NodeKind::fifo: return sched::NodeKind::fifo;
+        case NodeKind::strict:
+            return sched::NodeKind::strict;
+        case NodeKind::drr:
+            return sched::NodeKind::drr;
+        case NodeKind::fq:
+            return sched::NodeKind::fq;
+        case NodeKind::fifo:
+            return sched::NodeKind::fifo;
     }
     return sched::NodeKind::fifo;
 }
 
 class TreeCompiler {
-public:
+  public:
     TreeCompiler(const PortPolicy& port, size_t class_count, CompiledEgress& out)
         : port_(port), out_(out) {
         out_.class_entries.resize(class_count);
@@ -38,9 +42,9 @@ public:
             const uint64_t frame_bytes = uint64_t{port_.mtu} + kFrameOverheadBytes;
             spec.shaper.rate_bits_per_sec =
                 node.shaper ? node.shaper->rate_bits_per_sec : port_.rate_bits_per_sec;
-            spec.shaper.burst_bytes = static_cast<uint32_t>(
-                node.shaper ? node.shaper->burst_bytes
-                            : std::max(port_.tx_budget_bytes, frame_bytes));
+            spec.shaper.burst_bytes =
+                static_cast<uint32_t>(node.shaper ? node.shaper->burst_bytes
+                                                  : std::max(port_.tx_budget_bytes, frame_bytes));
         } else if (node.shaper) {
             spec.shaper.rate_bits_per_sec = node.shaper->rate_bits_per_sec;
             spec.shaper.burst_bytes = static_cast<uint32_t>(node.shaper->burst_bytes);
@@ -87,7 +91,7 @@ public:
         }
     }
 
-private:
+  private:
     const PortPolicy& port_;
     CompiledEgress& out_;
     size_t leaf_count_ = 0;
@@ -120,7 +124,8 @@ classifier::ClassifierConfig compile_classifier(const Policy& policy,
     // Start from the classifier's defaults only for what the policy file cannot express.
     classifier::ClassifierConfig config = classifier::ClassifierConfig::defaults();
     config.class_names.clear();
-    for (const ClassPolicy& cls : policy.classes) config.class_names.push_back(cls.name);
+    for (const ClassPolicy& cls : policy.classes)
+        config.class_names.push_back(cls.name);
     config.default_class = static_cast<uint8_t>(h.default_class);
     config.malformed_policy = h.malformed == MalformedAction::drop
                                   ? classifier::MalformedPolicy::drop
@@ -132,9 +137,8 @@ classifier::ClassifierConfig compile_classifier(const Policy& policy,
         out.priority = rule.priority;
         const RuleMatch& m = rule.match;
         if (m.ingress_port) {
-            out.match.ingress_port = port_ids.empty()
-                                         ? static_cast<uint16_t>(*m.ingress_port)
-                                         : port_ids[*m.ingress_port];
+            out.match.ingress_port = port_ids.empty() ? static_cast<uint16_t>(*m.ingress_port)
+                                                      : port_ids[*m.ingress_port];
         }
         out.match.vlan_id = m.vlan;
         if (m.src) out.match.src = to_classifier(*m.src);
@@ -188,8 +192,10 @@ classifier::ClassifierConfig compile_classifier(const Policy& policy,
 
 uint16_t ClassEntry::leaf_for_job(uint32_t job) const {
     switch (mode) {
-        case JobSplit::Mode::none: return leaves.front();
-        case JobSplit::Mode::modulo: return leaves[job % leaves.size()];
+        case JobSplit::Mode::none:
+            return leaves.front();
+        case JobSplit::Mode::modulo:
+            return leaves[job % leaves.size()];
         case JobSplit::Mode::listed: {
             const auto found = std::find(jobs.begin(), jobs.end(), job);
             return found == jobs.end() ? leaves.back() : leaves[found - jobs.begin()];
@@ -213,10 +219,12 @@ CompiledPolicy compile_policy(const Policy& policy, std::span<const uint16_t> dp
         egress.tree.max_packet_bytes = port.mtu + kFrameOverheadBytes;
         egress.tree.random_seed = tree.port + 1;  // deterministic, distinct per port
         TreeCompiler(port, policy.classes.size(), egress).add(tree.root, "", 0);
-        const ClassEntry& fallback = egress.class_entries[policy.classifier.heuristics.default_class];
+        const ClassEntry& fallback =
+            egress.class_entries[policy.classifier.heuristics.default_class];
         egress.tree.default_leaf = leaf_name(egress.tree, fallback.leaves.back());
         if (auto error = sched::validate(egress.tree)) {
-            out.errors.push_back("compile: tree of port '" + port.name + "': " + error->to_string());
+            out.errors.push_back("compile: tree of port '" + port.name +
+                                 "': " + error->to_string());
         }
         out.egress.push_back(std::move(egress));
     }

@@ -30,7 +30,9 @@ constexpr uint32_t kFrameOverheadBytes = 18;  // Ethernet header + one VLAN tag,
 constexpr uint64_t kDefaultTxBudgetNs = 20'000;
 constexpr uint64_t kDefaultBurstNs = 1'000'000;  // a shaper lets through 1 ms of its rate
 
-bool is_power_of_two(uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
+bool is_power_of_two(uint64_t value) {
+    return value != 0 && (value & (value - 1)) == 0;
+}
 
 std::string rate_text(uint64_t bits_per_sec) {
     struct Step {
@@ -125,8 +127,9 @@ std::optional<IpPrefix> read_prefix(const Field& field, ErrorList& errors) {
         prefix.version = 6;
         max_length = 128;
     } else {
-        errors.add(field.mark, field.path,
-                   "'" + *text + "' is not an IPv4 or IPv6 address or prefix (10.0.0.0/8, fd00::/8)");
+        errors.add(
+            field.mark, field.path,
+            "'" + *text + "' is not an IPv4 or IPv6 address or prefix (10.0.0.0/8, fd00::/8)");
         return std::nullopt;
     }
     prefix.length = static_cast<uint8_t>(max_length);
@@ -168,14 +171,14 @@ struct RawTree {
 };
 
 class PolicyLoader {
-public:
+  public:
     explicit PolicyLoader(const std::string& filename) : errors_(filename) {
         policy_.source = filename;
     }
 
     PolicyResult load(std::string_view text);
 
-private:
+  private:
     void read_document(const Field& root);
     void read_ports(const Field& field);
     void read_classes(const Field& field);
@@ -258,8 +261,8 @@ void PolicyLoader::read_document(const Field& root) {
             std::optional<Field> tree;
             if (port.IsMap() && port["scheduler"]) {
                 const YAML::Node node = port["scheduler"];
-                tree = Field{node, node.Mark(),
-                             ports->path + "[" + std::to_string(i) + "].scheduler"};
+                tree =
+                    Field{node, node.Mark(), ports->path + "[" + std::to_string(i) + "].scheduler"};
             }
             port_trees.push_back(tree);
         }
@@ -338,8 +341,7 @@ void PolicyLoader::read_ports(const Field& field) {
         PortPolicy port;
         if (auto name_field = map.require("name")) {
             if (auto name = read_name(*name_field, errors_)) {
-                if (std::find(port_names_.begin(), port_names_.end(), *name) !=
-                    port_names_.end()) {
+                if (std::find(port_names_.begin(), port_names_.end(), *name) != port_names_.end()) {
                     errors_.add(name_field->mark, name_field->path,
                                 "duplicate port name '" + *name + "'");
                 }
@@ -351,10 +353,11 @@ void PolicyLoader::read_ports(const Field& field) {
             if (auto device = read_string(*device_field, errors_)) {
                 const std::string head = device->substr(0, device->find(','));
                 if (!is_valid_device(*device)) {
-                    errors_.add(device_field->mark, device_field->path,
-                                "'" + *device +
-                                    "' is neither a PCI address (0000:3b:00.0) nor a DPDK vdev "
-                                    "(net_null0, net_pcap0,rx_pcap=in.pcap, net_af_xdp0,iface=eth1)");
+                    errors_.add(
+                        device_field->mark, device_field->path,
+                        "'" + *device +
+                            "' is neither a PCI address (0000:3b:00.0) nor a DPDK vdev "
+                            "(net_null0, net_pcap0,rx_pcap=in.pcap, net_af_xdp0,iface=eth1)");
                 } else if (device_owner.count(head)) {
                     errors_.add(device_field->mark, device_field->path,
                                 "device '" + head + "' is already used by port '" +
@@ -381,8 +384,8 @@ void PolicyLoader::read_ports(const Field& field) {
             auto value = read_unsigned(*f, min, max, errors_);
             if (!value) return;
             if (power_of_two && !is_power_of_two(*value)) {
-                errors_.add(f->mark, f->path, "must be a power of two, got " +
-                                                  std::to_string(*value));
+                errors_.add(f->mark, f->path,
+                            "must be a power of two, got " + std::to_string(*value));
                 return;
             }
             out = static_cast<uint16_t>(*value);
@@ -418,7 +421,8 @@ void PolicyLoader::read_ports(const Field& field) {
                     errors_.add(mempool_field->mark, mempool_field->path,
                                 "mempool of " + std::to_string(*mbufs) +
                                     " mbufs cannot fill this port's descriptor rings (needs at "
-                                    "least " + std::to_string(needed) + ")");
+                                    "least " +
+                                    std::to_string(needed) + ")");
                 }
             }
         }
@@ -449,8 +453,8 @@ void PolicyLoader::read_classes(const Field& field) {
             }
             if (auto description = map.get("description")) read_string(*description, errors_);
         }
-        if (name && std::find(class_names_.begin(), class_names_.end(), *name) !=
-                        class_names_.end()) {
+        if (name &&
+            std::find(class_names_.begin(), class_names_.end(), *name) != class_names_.end()) {
             errors_.add(name_field.mark, name_field.path, "duplicate class name '" + *name + "'");
         }
         class_names_.push_back(name.value_or(""));
@@ -601,9 +605,9 @@ void PolicyLoader::read_lcores(const Field& field) {
             for (const Field& port_field : ports.value_or(std::vector<Field>{})) {
                 auto port = lookup_port(port_field);
                 if (!port) continue;
-                const bool is_egress = std::any_of(
-                    policy_.forwarding.begin(), policy_.forwarding.end(),
-                    [&](const ForwardingPolicy& f) { return f.to_port == *port; });
+                const bool is_egress =
+                    std::any_of(policy_.forwarding.begin(), policy_.forwarding.end(),
+                                [&](const ForwardingPolicy& f) { return f.to_port == *port; });
                 if (!is_egress) {
                     errors_.add(port_field.mark, port_field.path,
                                 "port '" + port_names_[*port] +
@@ -624,9 +628,9 @@ void PolicyLoader::read_lcores(const Field& field) {
     }
     for (const ForwardingPolicy& forwarding : policy_.forwarding) {
         if (!egress_owner.count(forwarding.to_port)) {
-            errors_.add(scheduler->mark, scheduler->path,
-                        "egress port '" + port_names_[forwarding.to_port] +
-                            "' has no scheduler lcore");
+            errors_.add(
+                scheduler->mark, scheduler->path,
+                "egress port '" + port_names_[forwarding.to_port] + "' has no scheduler lcore");
             egress_owner[forwarding.to_port] = 0;  // report once per port
         }
     }
@@ -669,8 +673,8 @@ std::optional<RawTree> PolicyLoader::read_tree(const Field& field) {
     return tree;
 }
 
-bool PolicyLoader::read_node(const Field& field, std::optional<NodeKind> parent_kind,
-                             size_t depth, std::vector<YAML::Node>& ancestors, RawNode& out) {
+bool PolicyLoader::read_node(const Field& field, std::optional<NodeKind> parent_kind, size_t depth,
+                             std::vector<YAML::Node>& ancestors, RawNode& out) {
     out.field = field;
     const size_t errors_before = errors_.size();
     for (const YAML::Node& ancestor : ancestors) {
@@ -692,7 +696,8 @@ bool PolicyLoader::read_node(const Field& field, std::optional<NodeKind> parent_
                         errors_);
     if (!map.is_map()) return false;
     TreeNode& node = out.node;
-    if (auto name_field = map.require("name")) node.name = read_name(*name_field, errors_).value_or("");
+    if (auto name_field = map.require("name"))
+        node.name = read_name(*name_field, errors_).value_or("");
     std::optional<NodeKind> kind;
     if (auto kind_field = map.require("kind")) {
         if (auto index = read_choice(*kind_field, {"strict", "drr", "fq", "fifo"}, errors_)) {
@@ -703,8 +708,7 @@ bool PolicyLoader::read_node(const Field& field, std::optional<NodeKind> parent_
 
     if (auto weight = map.get("weight")) {
         if (parent_kind != NodeKind::drr) {
-            errors_.add(weight->mark, weight->path,
-                        "weight only applies to a child of a drr node");
+            errors_.add(weight->mark, weight->path, "weight only applies to a child of a drr node");
         } else if (auto value = read_unsigned(*weight, 1, kMaxWeight, errors_)) {
             node.weight = static_cast<uint32_t>(*value);
         }
@@ -712,8 +716,10 @@ bool PolicyLoader::read_node(const Field& field, std::optional<NodeKind> parent_
     if (auto shaper = map.get("shaper")) {
         const MapFields shaper_map(*shaper, {"rate", "burst"}, errors_);
         out.shaper_field = *shaper;
-        if (auto rate = shaper_map.require("rate")) out.shaper_rate = read_rate(*rate, true, errors_);
-        if (auto burst = shaper_map.get("burst")) out.shaper_burst = read_byte_budget(*burst, errors_);
+        if (auto rate = shaper_map.require("rate"))
+            out.shaper_rate = read_rate(*rate, true, errors_);
+        if (auto burst = shaper_map.get("burst"))
+            out.shaper_burst = read_byte_budget(*burst, errors_);
     }
 
     const bool is_leaf = kind == NodeKind::fq || kind == NodeKind::fifo;
@@ -806,9 +812,8 @@ bool PolicyLoader::read_node(const Field& field, std::optional<NodeKind> parent_
         RawNode leaf_template;
         if (auto leaf_field = job_map.require("leaf")) {
             // The template is an ordinary leaf without name or class: both are generated.
-            const MapFields leaf_map(*leaf_field,
-                                     {"kind", "limit", "codel", "ecn", "buckets", "sparse_boost"},
-                                     errors_);
+            const MapFields leaf_map(
+                *leaf_field, {"kind", "limit", "codel", "ecn", "buckets", "sparse_boost"}, errors_);
             leaf_template.field = *leaf_field;
             if (auto leaf_kind = leaf_map.require("kind")) {
                 if (auto index = read_choice(*leaf_kind, {"fq", "fifo"}, errors_)) {
@@ -868,8 +873,8 @@ void PolicyLoader::read_leaf_options(const MapFields& map, RawNode& raw) {
         const MapFields codel_map(*codel, {"target", "interval", "ecn"}, errors_);
         CodelPolicy policy;
         if (auto target = codel_map.get("target")) {
-            policy.target_ns = read_duration_ns(*target, 1'000, 1'000'000'000, errors_)
-                                   .value_or(policy.target_ns);
+            policy.target_ns =
+                read_duration_ns(*target, 1'000, 1'000'000'000, errors_).value_or(policy.target_ns);
         }
         if (auto interval = codel_map.get("interval")) {
             policy.interval_ns = read_duration_ns(*interval, 1'000, 10'000'000'000ULL, errors_)
@@ -882,17 +887,18 @@ void PolicyLoader::read_leaf_options(const MapFields& map, RawNode& raw) {
         node.codel = policy;
     }
     if (auto ecn = map.get("ecn")) {
-        const MapFields ecn_map(*ecn, {"enabled", "kmin", "kmax", "pmax", "drop_non_ect"},
-                                errors_);
+        const MapFields ecn_map(*ecn, {"enabled", "kmin", "kmax", "pmax", "drop_non_ect"}, errors_);
         bool enabled = true;
         if (auto f = ecn_map.get("enabled")) enabled = read_bool(*f, errors_).value_or(true);
-        EcnPolicy policy{.kmin_bytes = 20'000, .kmax_bytes = 200'000, .pmax_ppm = 200'000,
-                         .drop_non_ect = true};
+        EcnPolicy policy{
+            .kmin_bytes = 20'000, .kmax_bytes = 200'000, .pmax_ppm = 200'000, .drop_non_ect = true};
         if (auto f = ecn_map.get("kmin")) {
-            policy.kmin_bytes = read_size_bytes(*f, 0, 1ULL << 31, errors_).value_or(policy.kmin_bytes);
+            policy.kmin_bytes =
+                read_size_bytes(*f, 0, 1ULL << 31, errors_).value_or(policy.kmin_bytes);
         }
         if (auto f = ecn_map.get("kmax")) {
-            policy.kmax_bytes = read_size_bytes(*f, 1, 1ULL << 31, errors_).value_or(policy.kmax_bytes);
+            policy.kmax_bytes =
+                read_size_bytes(*f, 1, 1ULL << 31, errors_).value_or(policy.kmax_bytes);
         }
         if (auto f = ecn_map.get("pmax")) {
             auto ppm = read_percent_ppm(*f, errors_);
@@ -925,7 +931,8 @@ void PolicyLoader::read_leaf_options(const MapFields& map, RawNode& raw) {
         if (sparse) node.fq_sparse_boost = read_bool(*sparse, errors_).value_or(true);
     } else {
         if (buckets) errors_.add(buckets->mark, buckets->path, "buckets only applies to fq leaves");
-        if (sparse) errors_.add(sparse->mark, sparse->path, "sparse_boost only applies to fq leaves");
+        if (sparse)
+            errors_.add(sparse->mark, sparse->path, "sparse_boost only applies to fq leaves");
     }
 }
 
@@ -1021,11 +1028,12 @@ bool PolicyLoader::resolve_node(const RawNode& raw, uint64_t parent_rate, const 
                         "shaper rate rounds to 0 on port '" + port.name + "'");
             ok = false;
         }
-        const ByteBudget burst =
-            raw.shaper_burst.value_or(ByteBudget{.bytes = 0, .ns = kDefaultBurstNs, .is_duration = true});
+        const ByteBudget burst = raw.shaper_burst.value_or(
+            ByteBudget{.bytes = 0, .ns = kDefaultBurstNs, .is_duration = true});
         const uint64_t frame_bytes = uint64_t{port.mtu} + kFrameOverheadBytes;
         // A bucket smaller than a frame could never release that frame.
-        const uint64_t burst_bytes = std::max(burst.resolve(rate), raw.shaper_burst ? 0 : frame_bytes);
+        const uint64_t burst_bytes =
+            std::max(burst.resolve(rate), raw.shaper_burst ? 0 : frame_bytes);
         if (burst_bytes < frame_bytes || burst_bytes > kMaxBurstBytes) {
             errors_.add(raw.shaper_field.mark, join_path(raw.shaper_field.path, "burst"),
                         "burst is " + std::to_string(burst_bytes) + " bytes on port '" + port.name +
@@ -1060,7 +1068,8 @@ void PolicyLoader::read_classifier(const Field& field) {
     ClassifierPolicy& classifier = policy_.classifier;
     if (!class_names_.empty()) classifier.heuristics.default_class = class_names_.size() - 1;
     if (auto rules = map.get("rules")) {
-        const std::vector<Field> items = read_sequence(*rules, errors_).value_or(std::vector<Field>{});
+        const std::vector<Field> items =
+            read_sequence(*rules, errors_).value_or(std::vector<Field>{});
         // Same priority would make the winner depend on file order: ask the author to decide.
         std::map<uint32_t, size_t> first_with;
         for (const Field& item : items) {
@@ -1071,8 +1080,8 @@ void PolicyLoader::read_classifier(const Field& field) {
             if (!inserted && priority_field) {
                 errors_.add(priority_field->mark, priority_field->path,
                             "priority " + std::to_string(rule.priority) +
-                                " is already used by rule '" + classifier.rules[first->second].name +
-                                "'");
+                                " is already used by rule '" +
+                                classifier.rules[first->second].name + "'");
             }
             classifier.rules.push_back(std::move(rule));
         }
@@ -1104,7 +1113,8 @@ std::optional<uint8_t> read_protocol(const Field& field, ErrorList& errors) {
         {"tcp", 6}, {"udp", 17}, {"icmp", 1}, {"icmpv6", 58}};
     const auto named = kNames.find(field.node.Scalar());
     if (named != kNames.end()) return named->second;
-    if (auto number = parse_unsigned(field.node.Scalar(), 255)) return static_cast<uint8_t>(*number);
+    if (auto number = parse_unsigned(field.node.Scalar(), 255))
+        return static_cast<uint8_t>(*number);
     errors.add(field.mark, field.path,
                "'" + field.node.Scalar() + "' is not tcp, udp, icmp, icmpv6 or a number 0-255");
     return std::nullopt;
@@ -1121,10 +1131,10 @@ std::optional<Field> PolicyLoader::read_rule(const Field& field, ClassifierRule&
         rule.priority = static_cast<uint32_t>(value.value_or(0));
     }
     if (auto match_field = map.require("match")) {
-        const MapFields match(*match_field,
-                              {"ingress_port", "vlan", "src", "dst", "proto", "src_port",
-                               "dst_port", "dscp", "roce"},
-                              errors_);
+        const MapFields match(
+            *match_field,
+            {"ingress_port", "vlan", "src", "dst", "proto", "src_port", "dst_port", "dscp", "roce"},
+            errors_);
         RuleMatch& m = rule.match;
         if (auto f = match.get("ingress_port")) m.ingress_port = lookup_port(*f);
         if (auto f = match.get("vlan")) {
@@ -1160,7 +1170,8 @@ std::optional<Field> PolicyLoader::read_rule(const Field& field, ClassifierRule&
     }
     if (auto action_field = map.require("action")) {
         const MapFields action(*action_field, {"class", "job", "dscp"}, errors_);
-        if (auto f = action.require("class")) rule.action.class_index = lookup_class(*f).value_or(0);
+        if (auto f = action.require("class"))
+            rule.action.class_index = lookup_class(*f).value_or(0);
         if (auto f = action.get("job")) {
             if (auto v = read_unsigned(*f, 0, UINT32_MAX, errors_)) {
                 rule.action.job = static_cast<uint32_t>(*v);
@@ -1184,7 +1195,8 @@ void PolicyLoader::read_heuristics(const Field& field) {
     if (auto f = map.get("roce")) h.roce_class = lookup_class(*f);
     if (auto f = map.get("dscp_map")) {
         if (!f->node.IsMap() && !f->node.IsNull()) {
-            errors_.add(f->mark, f->path, "expected a mapping of dscp: class, such as {46: inference}");
+            errors_.add(f->mark, f->path,
+                        "expected a mapping of dscp: class, such as {46: inference}");
         } else if (f->node.IsMap()) {
             // Keys are numbers, not a fixed set: walk the mapping directly.
             for (const auto& pair : f->node) {
@@ -1209,7 +1221,8 @@ void PolicyLoader::read_heuristics(const Field& field) {
         const MapFields serving(*f, {"ports", "class"}, errors_);
         ServingPolicy policy;
         if (auto ports = serving.require("ports")) {
-            for (const Field& item : read_sequence(*ports, errors_).value_or(std::vector<Field>{})) {
+            for (const Field& item :
+                 read_sequence(*ports, errors_).value_or(std::vector<Field>{})) {
                 auto range = read_range(item, 65535, errors_);
                 if (range && range->first == 0) {
                     errors_.add(item.mark, item.path, "port 0 is not a serving port");
@@ -1218,14 +1231,16 @@ void PolicyLoader::read_heuristics(const Field& field) {
                 }
             }
             uint64_t total = 0;
-            for (const ValueRange& range : policy.ports) total += range.last - range.first + 1;
+            for (const ValueRange& range : policy.ports)
+                total += range.last - range.first + 1;
             if (total > kMaxServingPorts) {
                 errors_.add(ports->mark, ports->path,
                             "at most " + std::to_string(kMaxServingPorts) +
                                 " serving ports in all (each is a table entry)");
             }
         }
-        if (auto cls = serving.require("class")) policy.class_index = lookup_class(*cls).value_or(0);
+        if (auto cls = serving.require("class"))
+            policy.class_index = lookup_class(*cls).value_or(0);
         h.serving = policy;
     }
     if (auto f = map.get("reclass_gap")) {
@@ -1239,11 +1254,13 @@ void PolicyLoader::read_heuristics(const Field& field) {
             policy.bytes = read_size_bytes(*v, 1, 1ULL << 40, errors_).value_or(0);
         }
         if (auto v = elephant.require("window")) {
-            policy.window_ns = read_duration_ns(*v, 1'000'000, 3'600'000'000'000ULL, errors_).value_or(0);
+            policy.window_ns =
+                read_duration_ns(*v, 1'000'000, 3'600'000'000'000ULL, errors_).value_or(0);
         }
         auto quiet = elephant.require("quiet");
         if (quiet) {
-            policy.quiet_ns = read_duration_ns(*quiet, 1'000, 3'600'000'000'000ULL, errors_).value_or(0);
+            policy.quiet_ns =
+                read_duration_ns(*quiet, 1'000, 3'600'000'000'000ULL, errors_).value_or(0);
         }
         if (auto v = elephant.require("class")) policy.class_index = lookup_class(*v).value_or(0);
         // A demoted flow may move back only after its packets in the bulk lane have left.
@@ -1254,7 +1271,8 @@ void PolicyLoader::read_heuristics(const Field& field) {
         }
         h.elephant = policy;
     }
-    if (auto f = map.get("default_class")) h.default_class = lookup_class(*f).value_or(h.default_class);
+    if (auto f = map.get("default_class"))
+        h.default_class = lookup_class(*f).value_or(h.default_class);
     if (auto f = map.get("malformed")) {
         if (auto index = read_choice(*f, {"default", "drop"}, errors_)) {
             h.malformed = *index == 0 ? MalformedAction::default_class : MalformedAction::drop;
@@ -1296,7 +1314,8 @@ void PolicyLoader::read_control(const Field& field) {
 
 void PolicyLoader::read_metrics(const Field& field) {
     const MapFields map(field, {"enabled", "listen", "port"}, errors_);
-    if (auto f = map.get("enabled")) policy_.metrics.enabled = read_bool(*f, errors_).value_or(true);
+    if (auto f = map.get("enabled"))
+        policy_.metrics.enabled = read_bool(*f, errors_).value_or(true);
     if (auto f = map.get("listen")) {
         if (auto address = read_string(*f, errors_)) {
             std::array<uint8_t, 16> buffer{};
@@ -1345,8 +1364,12 @@ PolicyResult parse_policy(std::string_view text, const std::string& filename) {
 PolicyResult load_policy(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        return PolicyResult{nullptr, {PolicyError{.file = path, .line = 0, .column = 0,
-                                                  .key_path = "", .reason = "cannot read the file"}}};
+        return PolicyResult{nullptr,
+                            {PolicyError{.file = path,
+                                         .line = 0,
+                                         .column = 0,
+                                         .key_path = "",
+                                         .reason = "cannot read the file"}}};
     }
     std::ostringstream text;
     text << in.rdbuf();

@@ -92,7 +92,7 @@ struct CodelPolicy {
 struct EcnPolicy {  // RED-style CE marking on the leaf's queued bytes (DCQCN's kmin/kmax/pmax)
     uint64_t kmin_bytes = 0;
     uint64_t kmax_bytes = 0;
-    uint32_t pmax_ppm = 0;  // marking probability at kmax, parts per million
+    uint32_t pmax_ppm = 0;     // marking probability at kmax, parts per million
     bool drop_non_ect = true;  // packets that cannot carry CE are dropped instead
 };
 
@@ -143,9 +143,9 @@ struct EgressTree {
 };
 
 struct IpPrefix {
-    uint8_t version = 4;                 // 4 or 6
+    uint8_t version = 4;                // 4 or 6
     std::array<uint8_t, 16> address{};  // network byte order; IPv4 uses the first 4 bytes
-    uint8_t length = 0;                  // prefix length in bits
+    uint8_t length = 0;                 // prefix length in bits
 };
 
 struct ValueRange {  // inclusive
@@ -180,10 +180,10 @@ struct ClassifierRule {
 };
 
 struct ElephantPolicy {
-    uint64_t bytes = 0;       // a flow sending more than this within `window_ns`...
+    uint64_t bytes = 0;  // a flow sending more than this within `window_ns`...
     uint64_t window_ns = 0;
-    uint64_t quiet_ns = 0;    // ...is demoted until it has been idle this long
-    size_t class_index = 0;   // demoted to this class
+    uint64_t quiet_ns = 0;   // ...is demoted until it has been idle this long
+    size_t class_index = 0;  // demoted to this class
 };
 
 struct ServingPolicy {

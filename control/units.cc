@@ -7,7 +7,9 @@
 namespace twinlane::control {
 namespace {
 
-std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+std::string quoted(std::string_view text) {
+    return "'" + std::string(text) + "'";
+}
 
 std::string_view trim(std::string_view text) {
     while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
@@ -19,7 +21,9 @@ std::string_view trim(std::string_view text) {
     return text;
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
 
 // "1.25" is kept as numerator 125 and 2 fraction digits, so that scaling stays exact.
 struct Decimal {
@@ -74,7 +78,8 @@ ParseResult<SplitNumber> split_number(std::string_view original) {
 
 uint64_t pow10(unsigned exponent) {
     uint64_t value = 1;
-    for (unsigned i = 0; i < exponent; ++i) value *= 10;
+    for (unsigned i = 0; i < exponent; ++i)
+        value *= 10;
     return value;
 }
 
@@ -99,18 +104,28 @@ ParseResult<uint64_t> scale(std::string_view original, Decimal number, uint64_t 
 
 std::string lower(std::string_view text) {
     std::string out(text);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : out)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
 }
 
 // Decimal prefixes shared by rates and sizes: k, M, G, T (either case).
 bool decimal_prefix(char c, uint64_t& multiplier) {
     switch (std::tolower(static_cast<unsigned char>(c))) {
-        case 'k': multiplier = 1'000ULL; return true;
-        case 'm': multiplier = 1'000'000ULL; return true;
-        case 'g': multiplier = 1'000'000'000ULL; return true;
-        case 't': multiplier = 1'000'000'000'000ULL; return true;
-        default: return false;
+        case 'k':
+            multiplier = 1'000ULL;
+            return true;
+        case 'm':
+            multiplier = 1'000'000ULL;
+            return true;
+        case 'g':
+            multiplier = 1'000'000'000ULL;
+            return true;
+        case 't':
+            multiplier = 1'000'000'000'000ULL;
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -190,12 +205,13 @@ ParseResult<RateSpec> parse_rate(std::string_view text) {
         auto ppm = percent_of_million(text, *split);
         if (!ppm) return ParseResult<RateSpec>::fail(ppm.error());
         if (*ppm == 0) return ParseResult<RateSpec>::fail(quoted(text) + " is a zero rate");
-        return ParseResult<RateSpec>::ok(
-            RateSpec{.bits_per_sec = 0, .share_ppm = static_cast<uint32_t>(*ppm), .is_share = true});
+        return ParseResult<RateSpec>::ok(RateSpec{
+            .bits_per_sec = 0, .share_ppm = static_cast<uint32_t>(*ppm), .is_share = true});
     }
     auto bits = parse_rate_bits_per_sec(text);
     if (!bits) return ParseResult<RateSpec>::fail(bits.error());
-    return ParseResult<RateSpec>::ok(RateSpec{.bits_per_sec = *bits, .share_ppm = 0, .is_share = false});
+    return ParseResult<RateSpec>::ok(
+        RateSpec{.bits_per_sec = *bits, .share_ppm = 0, .is_share = false});
 }
 
 ParseResult<uint64_t> parse_size_bytes(std::string_view text) {
@@ -209,7 +225,8 @@ ParseResult<uint64_t> parse_size_bytes(std::string_view text) {
             unit.remove_prefix(1);
             const uint64_t decimal = multiplier;
             multiplier = 1024;
-            for (uint64_t m = 1000; m < decimal; m *= 1000) multiplier *= 1024;
+            for (uint64_t m = 1000; m < decimal; m *= 1000)
+                multiplier *= 1024;
             if (unit != "B") {
                 return ParseResult<uint64_t>::fail(quoted(text) +
                                                    ": binary sizes end in B (KiB, MiB, GiB)");
@@ -274,8 +291,7 @@ ParseResult<ByteBudget> parse_byte_budget(std::string_view text) {
     }
     auto bytes = parse_size_bytes(text);
     if (!bytes) {
-        return ParseResult<ByteBudget>::fail(bytes.error() +
-                                             "; or give link time such as 20us");
+        return ParseResult<ByteBudget>::fail(bytes.error() + "; or give link time such as 20us");
     }
     return ParseResult<ByteBudget>::ok(ByteBudget{.bytes = *bytes, .ns = 0, .is_duration = false});
 }

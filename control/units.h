@@ -24,7 +24,7 @@ namespace twinlane::control {
 // A parsed value or the reason it could not be parsed.
 template <typename T>
 class ParseResult {
-public:
+  public:
     static ParseResult ok(T value) { return ParseResult(std::in_place_index<0>, std::move(value)); }
     static ParseResult fail(std::string reason) {
         return ParseResult(std::in_place_index<1>, std::move(reason));
@@ -37,7 +37,7 @@ public:
     const T* operator->() const { return &value(); }
     const std::string& error() const { return std::get<1>(state_); }
 
-private:
+  private:
     template <std::size_t I, typename V>
     ParseResult(std::in_place_index_t<I> tag, V&& v) : state_(tag, std::forward<V>(v)) {}
     std::variant<T, std::string> state_;

@@ -8,11 +8,15 @@ namespace {
 
 std::string describe_type(const YAML::Node& node) {
     switch (node.Type()) {
-        case YAML::NodeType::Map: return "a mapping";
-        case YAML::NodeType::Sequence: return "a list";
-        case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
+        case YAML::NodeType::Map:
+            return "a mapping";
+        case YAML::NodeType::Sequence:
+            return "a list";
+        case YAML::NodeType::Scalar:
+            return "'" + node.Scalar() + "'";
         case YAML::NodeType::Null:
-        case YAML::NodeType::Undefined: return "nothing";
+        case YAML::NodeType::Undefined:
+            return "nothing";
     }
     return "something else";
 }
@@ -30,7 +34,8 @@ std::optional<std::string> scalar_text(const Field& field, std::string_view expe
 
 size_t edit_distance(std::string_view a, std::string_view b) {
     std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
     for (size_t i = 1; i <= a.size(); ++i) {
         size_t diagonal = row[0];
         row[0] = i;
@@ -190,7 +195,8 @@ std::optional<uint64_t> read_unsigned(const Field& field, uint64_t min, uint64_t
 std::optional<size_t> read_choice(const Field& field, const std::vector<std::string_view>& names,
                                   ErrorList& errors) {
     std::string expected;
-    for (std::string_view name : names) expected += (expected.empty() ? "" : ", ") + std::string(name);
+    for (std::string_view name : names)
+        expected += (expected.empty() ? "" : ", ") + std::string(name);
     auto text = scalar_text(field, "one of " + expected, errors);
     if (!text) return std::nullopt;
     const auto found = std::find(names.begin(), names.end(), *text);

@@ -24,7 +24,7 @@
 namespace twinlane::control {
 
 class ErrorList {
-public:
+  public:
     explicit ErrorList(std::string file) : file_(std::move(file)) {}
 
     void add(const YAML::Mark& at, std::string key_path, std::string reason);
@@ -32,7 +32,7 @@ public:
     std::vector<PolicyError> take() { return std::move(errors_); }
     size_t size() const { return errors_.size(); }
 
-private:
+  private:
     std::string file_;
     std::vector<PolicyError> errors_;
 };
@@ -49,7 +49,7 @@ std::string join_path(const std::string& parent, std::string_view key);
 std::string closest_name(std::string_view word, const std::vector<std::string_view>& names);
 
 class MapFields {
-public:
+  public:
     // Reports a non-mapping value, unknown keys and repeated keys.
     MapFields(const Field& map, std::initializer_list<std::string_view> allowed_keys,
               ErrorList& errors);
@@ -60,7 +60,7 @@ public:
     // Like get(), but reports "missing required key" at the mapping when absent.
     std::optional<Field> require(std::string_view key) const;
 
-private:
+  private:
     struct Entry {
         std::string key;
         Field value;

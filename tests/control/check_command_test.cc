@@ -45,7 +45,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     app.require_subcommand(1);
     add_check_command(app, out, err);
     std::vector<const char*> argv{"twinlane"};
-    for (const std::string& arg : args) argv.push_back(arg.c_str());
+    for (const std::string& arg : args)
+        argv.push_back(arg.c_str());
     try {
         app.parse(static_cast<int>(argv.size()), argv.data());
     } catch (const CLI::ParseError& e) {

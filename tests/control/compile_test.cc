@@ -37,7 +37,8 @@ TEST(Compile, EveryExampleCompilesAndBuildsASchedulerPerEgressPort) {
         auto policy = load_ok(entry.path().string());
         ASSERT_TRUE(policy) << entry.path();
         const CompiledPolicy compiled = compile_policy(*policy);
-        for (const std::string& error : compiled.errors) ADD_FAILURE() << entry.path() << ": " << error;
+        for (const std::string& error : compiled.errors)
+            ADD_FAILURE() << entry.path() << ": " << error;
         ASSERT_EQ(compiled.egress.size(), policy->egress_trees.size());
         for (const CompiledEgress& egress : compiled.egress) {
             auto built = sched::Scheduler::build(egress.tree);
@@ -92,7 +93,9 @@ TEST(Compile, DefaultPolicyTree) {
 
     // Leaves in order: inference 0, training.job0..3 = 1..4, other 5.
     const CompiledEgress& egress = compiled.egress.at(0);
-    const auto cls = [&](const char* name) { return static_cast<uint8_t>(*policy->find_class(name)); };
+    const auto cls = [&](const char* name) {
+        return static_cast<uint8_t>(*policy->find_class(name));
+    };
     EXPECT_EQ(egress.leaf_for(cls("inference"), 77), 0);
     EXPECT_EQ(egress.leaf_for(cls("training"), 0), 1);
     EXPECT_EQ(egress.leaf_for(cls("training"), 5), 2);  // 5 % 4 = 1
@@ -101,13 +104,14 @@ TEST(Compile, DefaultPolicyTree) {
 }
 
 TEST(Compile, ListedJobsFallBackToTheCatchAllLeaf) {
-    auto policy = parse_ok(std::string(testing::kBaseNoTree) +
-                           "scheduler:\n"
-                           "  name: root\n"
-                           "  kind: strict\n"
-                           "  children:\n"
-                           "    - {name: g, kind: fifo, class: gold}\n"
-                           "    - {name: t, kind: drr, class: bulk, per_job: {jobs: [7, 3], leaf: {kind: fq}}}\n");
+    auto policy = parse_ok(
+        std::string(testing::kBaseNoTree) +
+        "scheduler:\n"
+        "  name: root\n"
+        "  kind: strict\n"
+        "  children:\n"
+        "    - {name: g, kind: fifo, class: gold}\n"
+        "    - {name: t, kind: drr, class: bulk, per_job: {jobs: [7, 3], leaf: {kind: fq}}}\n");
     ASSERT_TRUE(policy);
     const CompiledPolicy compiled = compile_policy(*policy);
     ASSERT_TRUE(compiled.ok());

@@ -36,9 +36,8 @@ TEST(Examples, TheDocumentedExamplesExist) {
     const auto files = example_files();
     for (const char* name :
          {"default.yaml", "inference-gateway.yaml", "mixed-cluster.yaml", "lab-pcap.yaml"}) {
-        const bool found = std::any_of(files.begin(), files.end(), [&](const auto& path) {
-            return path.filename() == name;
-        });
+        const bool found = std::any_of(files.begin(), files.end(),
+                                       [&](const auto& path) { return path.filename() == name; });
         EXPECT_TRUE(found) << name;
     }
 }
@@ -88,15 +87,17 @@ TEST(Examples, BrokenFixtureReportsEveryError) {
     const PolicyResult result = load_policy(path);
     ASSERT_FALSE(result.ok());
     std::vector<std::string> lines;
-    for (const PolicyError& error : result.errors) lines.push_back(error.to_string());
+    for (const PolicyError& error : result.errors)
+        lines.push_back(error.to_string());
     const std::vector<std::string> expected_prefixes = {
         path + ":3:12: log_level: 'verbose' is not one of",
         path + ":7:11: ports[0].rate: '10GBps' is a byte rate",
         path + ":8:5: ports[0].rx_queus: unknown key 'rx_queus' (did you mean 'rx_queues'?)",
         path + ":9:11: ports[1].name: duplicate port name 'west'",
         path + ":13:22: forwarding[0].to: unknown port 'est' (did you mean 'west'?)",
-        path + ":21:14: scheduler.children[0].class: unknown class 'inferense' (did you mean "
-               "'inference'?)",
+        path +
+            ":21:14: scheduler.children[0].class: unknown class 'inferense' (did you mean "
+            "'inference'?)",
         path + ":25:62: scheduler.children[1].children[0].weight: must be between 1 and 65536",
         path + ":30:25: classifier.rules[0].match.dst_port: range '80-70' ends before it starts",
         path + ":31:23: classifier.rules[0].action.class: unknown class 'gold'",

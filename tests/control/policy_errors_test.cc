@@ -157,9 +157,9 @@ TEST(PolicyErrors, UnknownPortInForwarding) {
 }
 
 TEST(PolicyErrors, IngressPortForwardsOnlyOnce) {
-    const PolicyResult result = parse(std::string(kBase).replace(
-        std::string(kBase).find("  - {from: a, to: b}\n"), 21,
-        "  - {from: a, to: b}\n  - {from: a, to: a}\n"));
+    const PolicyResult result =
+        parse(std::string(kBase).replace(std::string(kBase).find("  - {from: a, to: b}\n"), 21,
+                                         "  - {from: a, to: b}\n  - {from: a, to: a}\n"));
     expect_error(result, "forwarding[1].from", 6, 12, "already forwards to 'b'");
 }
 
@@ -397,8 +397,7 @@ TEST(PolicyErrors, UnpolledRxQueue) {
 TEST(PolicyErrors, LcoresShapes) {
     expect_error(base_with("lcores: manual\n"), "lcores", 13, 9, "not one of auto");
     expect_error(base_with("lcores: {rx: []}\n"), "lcores", 13, 9, "both 'rx' and 'scheduler'");
-    expect_error(base_with("lcores: {single: 1, rx: []}\n"), "lcores.single", 13, 18,
-                 "drop 'rx'");
+    expect_error(base_with("lcores: {single: 1, rx: []}\n"), "lcores.single", 13, 18, "drop 'rx'");
 }
 
 TEST(PolicyErrors, PerJobNode) {
@@ -425,7 +424,8 @@ TEST(PolicyErrors, PerJobNode) {
         "      class: bulk\n"
         "      per_job: {jobs: [7, 7], leaf: {kind: strict}}\n");
     expect_error(repeated, "scheduler.children[1].per_job.jobs[1]", 15, 27, "listed twice");
-    expect_error(repeated, "scheduler.children[1].per_job.leaf.kind", 15, 44, "not one of fq, fifo");
+    expect_error(repeated, "scheduler.children[1].per_job.leaf.kind", 15, 44,
+                 "not one of fq, fifo");
 }
 
 TEST(PolicyErrors, CodelAndEcnParameters) {
@@ -504,7 +504,8 @@ TEST(PolicyErrors, DocumentMustBeAMapping) {
 TEST(PolicyErrors, UnreadableFile) {
     const PolicyResult result = load_policy("/nonexistent/twinlane/policy.yaml");
     ASSERT_EQ(result.errors.size(), 1u);
-    EXPECT_EQ(result.errors[0].to_string(), "/nonexistent/twinlane/policy.yaml: cannot read the file");
+    EXPECT_EQ(result.errors[0].to_string(),
+              "/nonexistent/twinlane/policy.yaml: cannot read the file");
 }
 
 TEST(PolicyErrors, AllErrorsAreCollectedInFileOrder) {

@@ -85,18 +85,18 @@ TEST(PolicyModel, OneTreePerEgressPortWithPortOverride) {
 }
 
 TEST(PolicyModel, ShapersResolvePerPortAndNest) {
-    auto policy = parse_ok(
-        std::string(testing::kBaseNoTree) +
-        "scheduler:\n"
-        "  name: root\n"
-        "  kind: strict\n"
-        "  children:\n"
-        "    - {name: g, kind: fq, class: gold, shaper: {rate: 50%}}\n"
-        "    - name: rest\n"
-        "      kind: drr\n"
-        "      shaper: {rate: 4G, burst: 64KiB}\n"
-        "      children:\n"
-        "        - {name: k, kind: fifo, class: bulk, weight: 3, shaper: {rate: 25%, burst: 20us}}\n");
+    auto policy = parse_ok(std::string(testing::kBaseNoTree) +
+                           "scheduler:\n"
+                           "  name: root\n"
+                           "  kind: strict\n"
+                           "  children:\n"
+                           "    - {name: g, kind: fq, class: gold, shaper: {rate: 50%}}\n"
+                           "    - name: rest\n"
+                           "      kind: drr\n"
+                           "      shaper: {rate: 4G, burst: 64KiB}\n"
+                           "      children:\n"
+                           "        - {name: k, kind: fifo, class: bulk, weight: 3, shaper: {rate: "
+                           "25%, burst: 20us}}\n");
     ASSERT_TRUE(policy);
     const TreeNode& root = policy->egress_trees.at(0).root;
     EXPECT_EQ(root.kind, NodeKind::strict);
@@ -112,27 +112,27 @@ TEST(PolicyModel, ShapersResolvePerPortAndNest) {
     const TreeNode& bulk = rest.children.at(0);
     EXPECT_EQ(bulk.weight, 3u);
     EXPECT_EQ(bulk.shaper->rate_bits_per_sec, 1'000'000'000u);  // 25% of the parent's 4G
-    EXPECT_EQ(bulk.shaper->burst_bytes, 2'500u);  // 20 us at 1 Gb/s
+    EXPECT_EQ(bulk.shaper->burst_bytes, 2'500u);                // 20 us at 1 Gb/s
     EXPECT_EQ(bulk.class_index, 1u);
     EXPECT_EQ(gold.class_index, 0u);
 }
 
 TEST(PolicyModel, LeafParametersAndDefaults) {
-    auto policy = parse_ok(
-        std::string(testing::kBaseNoTree) +
-        "scheduler:\n"
-        "  name: root\n"
-        "  kind: drr\n"
-        "  children:\n"
-        "    - name: g\n"
-        "      kind: fq\n"
-        "      class: gold\n"
-        "      buckets: 256\n"
-        "      sparse_boost: off\n"
-        "      limit: {packets: 100, bytes: 1MiB}\n"
-        "      codel: {target: 1ms, interval: 20ms, ecn: false}\n"
-        "      ecn: {kmin: 10KB, kmax: 100KB, pmax: 12.5%, drop_non_ect: false}\n"
-        "    - {name: k, kind: fifo, class: bulk, ecn: {enabled: false}}\n");
+    auto policy =
+        parse_ok(std::string(testing::kBaseNoTree) +
+                 "scheduler:\n"
+                 "  name: root\n"
+                 "  kind: drr\n"
+                 "  children:\n"
+                 "    - name: g\n"
+                 "      kind: fq\n"
+                 "      class: gold\n"
+                 "      buckets: 256\n"
+                 "      sparse_boost: off\n"
+                 "      limit: {packets: 100, bytes: 1MiB}\n"
+                 "      codel: {target: 1ms, interval: 20ms, ecn: false}\n"
+                 "      ecn: {kmin: 10KB, kmax: 100KB, pmax: 12.5%, drop_non_ect: false}\n"
+                 "    - {name: k, kind: fifo, class: bulk, ecn: {enabled: false}}\n");
     ASSERT_TRUE(policy);
     const TreeNode& gold = policy->egress_trees.at(0).root.children.at(0);
     EXPECT_EQ(gold.fq_buckets, 256u);
@@ -158,17 +158,17 @@ TEST(PolicyModel, LeafParametersAndDefaults) {
 }
 
 TEST(PolicyModel, PerJobListedExpandsWithACatchAllChild) {
-    auto policy = parse_ok(
-        std::string(testing::kBaseNoTree) +
-        "scheduler:\n"
-        "  name: root\n"
-        "  kind: strict\n"
-        "  children:\n"
-        "    - {name: g, kind: fifo, class: gold}\n"
-        "    - name: train\n"
-        "      kind: drr\n"
-        "      class: bulk\n"
-        "      per_job: {jobs: [7, 3], leaf: {kind: fq, buckets: 64, ecn: {pmax: 5%}}}\n");
+    auto policy =
+        parse_ok(std::string(testing::kBaseNoTree) +
+                 "scheduler:\n"
+                 "  name: root\n"
+                 "  kind: strict\n"
+                 "  children:\n"
+                 "    - {name: g, kind: fifo, class: gold}\n"
+                 "    - name: train\n"
+                 "      kind: drr\n"
+                 "      class: bulk\n"
+                 "      per_job: {jobs: [7, 3], leaf: {kind: fq, buckets: 64, ecn: {pmax: 5%}}}\n");
     ASSERT_TRUE(policy);
     const TreeNode& train = policy->egress_trees.at(0).root.children.at(1);
     EXPECT_EQ(train.class_index, 1u);
@@ -207,28 +207,28 @@ TEST(PolicyModel, PerJobModulo) {
 }
 
 TEST(PolicyModel, ClassifierRulesAreSortedAndResolved) {
-    auto policy = parse_ok(
-        std::string(kBase) +
-        "classifier:\n"
-        "  rules:\n"
-        "    - name: late\n"
-        "      priority: 20\n"
-        "      match: {ingress_port: b, vlan: 7, dst: 'fd00:1::/32', proto: udp, "
-        "src_port: 1000-2000, dst_port: 4791, dscp: 26, roce: {qp: 0x10-0x1f}}\n"
-        "      action: {class: bulk, job: 9, dscp: 10}\n"
-        "    - priority: 10\n"
-        "      match: {src: 192.168.1.0/24, proto: 6}\n"
-        "      action: {class: gold}\n"
-        "  heuristics:\n"
-        "    roce: bulk\n"
-        "    dscp_map: {46: gold, 10: bulk}\n"
-        "    serving: {ports: [8000-8001, 50051], class: gold}\n"
-        "    elephant: {bytes: 10MB, window: 1s, quiet: 2s, class: bulk}\n"
-        "    reclass_gap: 5ms\n"
-        "    default_class: gold\n"
-        "    malformed: drop\n"
-        "    vxlan_inner: true\n"
-        "  flow_table: {capacity: 4096, idle_timeout: 5s}\n");
+    auto policy =
+        parse_ok(std::string(kBase) +
+                 "classifier:\n"
+                 "  rules:\n"
+                 "    - name: late\n"
+                 "      priority: 20\n"
+                 "      match: {ingress_port: b, vlan: 7, dst: 'fd00:1::/32', proto: udp, "
+                 "src_port: 1000-2000, dst_port: 4791, dscp: 26, roce: {qp: 0x10-0x1f}}\n"
+                 "      action: {class: bulk, job: 9, dscp: 10}\n"
+                 "    - priority: 10\n"
+                 "      match: {src: 192.168.1.0/24, proto: 6}\n"
+                 "      action: {class: gold}\n"
+                 "  heuristics:\n"
+                 "    roce: bulk\n"
+                 "    dscp_map: {46: gold, 10: bulk}\n"
+                 "    serving: {ports: [8000-8001, 50051], class: gold}\n"
+                 "    elephant: {bytes: 10MB, window: 1s, quiet: 2s, class: bulk}\n"
+                 "    reclass_gap: 5ms\n"
+                 "    default_class: gold\n"
+                 "    malformed: drop\n"
+                 "    vxlan_inner: true\n"
+                 "  flow_table: {capacity: 4096, idle_timeout: 5s}\n");
     ASSERT_TRUE(policy);
     const ClassifierPolicy& classifier = policy->classifier;
     ASSERT_EQ(classifier.rules.size(), 2u);
@@ -285,11 +285,10 @@ TEST(PolicyModel, ClassifierRulesAreSortedAndResolved) {
 }
 
 TEST(PolicyModel, ExplicitAndSingleLcores) {
-    auto explicit_roles = parse_ok(
-        std::string(kBase) +
-        "lcores:\n"
-        "  rx: [{lcore: 1, poll: [{port: a, queues: [0]}]}]\n"
-        "  scheduler: [{lcore: 2, ports: [b]}]\n");
+    auto explicit_roles = parse_ok(std::string(kBase) +
+                                   "lcores:\n"
+                                   "  rx: [{lcore: 1, poll: [{port: a, queues: [0]}]}]\n"
+                                   "  scheduler: [{lcore: 2, ports: [b]}]\n");
     ASSERT_TRUE(explicit_roles);
     const LcorePolicy& lcores = explicit_roles->lcores;
     EXPECT_EQ(lcores.mode, LcorePolicy::Mode::explicit_roles);
@@ -321,9 +320,9 @@ TEST(PolicyModel, ControlMetricsAndLogLevel) {
 }
 
 TEST(PolicyModel, ShortAndLongClassForms) {
-    auto policy = parse_ok(std::string(kBase).replace(
-        std::string(kBase).find("classes: [gold, bulk]"), 21,
-        "classes: [{name: gold, description: fast}, bulk]"));
+    auto policy =
+        parse_ok(std::string(kBase).replace(std::string(kBase).find("classes: [gold, bulk]"), 21,
+                                            "classes: [{name: gold, description: fast}, bulk]"));
     ASSERT_TRUE(policy);
     ASSERT_EQ(policy->classes.size(), 2u);
     EXPECT_EQ(policy->find_class("gold"), 0u);

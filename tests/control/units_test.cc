@@ -170,8 +170,7 @@ TEST(Duration, EveryUnit) {
 
 TEST(Duration, Errors) {
     EXPECT_NE(duration_error("100").find("needs a unit"), std::string::npos);
-    EXPECT_NE(duration_error("0.5ns").find("not a whole number of nanoseconds"),
-              std::string::npos);
+    EXPECT_NE(duration_error("0.5ns").find("not a whole number of nanoseconds"), std::string::npos);
     EXPECT_NE(duration_error("5 sec").find("unknown duration unit"), std::string::npos);
     EXPECT_NE(duration_error("5m").find("unknown duration unit"), std::string::npos);
     EXPECT_NE(duration_error("99999999999h").find("too large"), std::string::npos);
@@ -201,7 +200,7 @@ TEST(ByteBudget, BytesOrLinkTime) {
     ASSERT_TRUE(time.has_value());
     EXPECT_TRUE(time->is_duration);
     EXPECT_EQ(time->ns, 20'000u);
-    EXPECT_EQ(time->resolve(10'000'000'000u), 25'000u);    // 10 Gb/s for 20 us
+    EXPECT_EQ(time->resolve(10'000'000'000u), 25'000u);      // 10 Gb/s for 20 us
     EXPECT_EQ(time->resolve(400'000'000'000u), 1'000'000u);  // 400 Gb/s
     EXPECT_EQ(parse_byte_budget("10s")->resolve(400'000'000'000u), 500'000'000'000u);
     EXPECT_EQ(parse_byte_budget("1500ms")->resolve(8'000u), 1'500u);
