@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "classifier/huge_page_allocator.h"
 #include "classifier/packet_key.h"
 #include "classifier/result.h"
 #include "classifier/rule.h"
@@ -108,8 +109,9 @@ public:
     uint64_t expired_count() const { return expired_count_; }
 
 private:
-    std::vector<uint64_t> slots_;       // 0 empty, else (hash << 32) | (entry index + 1)
-    std::vector<FlowEntry> entries_;
+    // 0 empty, else (hash << 32) | (entry index + 1)
+    std::vector<uint64_t, HugePageAllocator<uint64_t>> slots_;
+    std::vector<FlowEntry, HugePageAllocator<FlowEntry>> entries_;
     std::vector<uint32_t> free_entries_;  // stack of unused entry indices
     uint32_t slot_mask_ = 0;
     uint32_t size_ = 0;
