@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "control/check_command.h"
+#include "dataplane/replay_command.h"
 #include "dataplane/run_command.h"
 #include "dataplane/version.h"
 #include "replay/gen_command.h"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
     twinlane::dataplane::add_run_command(app, exit_code);
     twinlane::control::add_check_command(app);
     twinlane::replay::add_gen_command(app);
+    twinlane::dataplane::add_replay_command(app, exit_code);
 
     CLI11_PARSE(app, argc, argv);
     return exit_code;

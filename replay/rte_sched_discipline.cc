@@ -1,5 +1,6 @@
 #include "replay/rte_sched_discipline.h"
 
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
@@ -16,7 +17,10 @@ sched::Packet& packet_of(rte_mbuf* m) { return *static_cast<sched::Packet*>(rte_
 
 RteSchedDiscipline::RteSchedDiscipline(const RteSchedLayout& layout) : layout_(layout) {
     // Rates far above the link's: rte_sched reads the TSC, the virtual link does the pacing.
-    const uint64_t rate_bytes = std::max<uint64_t>(layout.link_rate_bps / 8, 1'000'000) * 1000;
+    // rte_sched needs at least one TSC cycle per byte (scaled by 2^8), or its reciprocal
+    // arithmetic divides by zero: cap the rate well inside that.
+    const uint64_t rate_bytes = std::min<uint64_t>(
+        std::max<uint64_t>(layout.link_rate_bps / 8, 1'000'000) * 10, rte_get_tsc_hz() * 32);
 
     uint32_t total_packets = 0;
     rte_sched_subport_params subport{};
@@ -43,7 +47,8 @@ RteSchedDiscipline::RteSchedDiscipline(const RteSchedLayout& layout) : layout_(l
     rte_sched_pipe_params pipe{};
     pipe.tb_rate = rate_bytes;
     pipe.tb_size = 1'000'000;
-    for (auto& r : pipe.tc_rate) r = rate_bytes;
+    for (uint32_t tc = 0; tc < RTE_SCHED_TRAFFIC_CLASSES_PER_PIPE; ++tc)
+        pipe.tc_rate[tc] = subport.qsize[tc] == 0 ? 0 : rate_bytes;  // unused classes: no rate
     pipe.tc_period = 10;
     pipe.tc_ov_weight = 1;
     std::copy(layout.best_effort_weights.begin(), layout.best_effort_weights.end(),

@@ -1,0 +1,255 @@
+#include "dataplane/replay_command.h"
+
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "classifier/classifier.h"
+#include "control/compile.h"
+#include "control/policy.h"
+#include "control/units.h"
+#include "dataplane/eal.h"
+#include "replay/fifo_discipline.h"
+#include "replay/pcap_io.h"
+#include "replay/replay_engine.h"
+#include "replay/replay_report.h"
+#include "replay/rte_sched_discipline.h"
+#include "replay/rte_sched_layout.h"
+#include "replay/scheduler_discipline.h"
+
+namespace twinlane::dataplane {
+namespace {
+
+struct ReplayArgs {
+    std::string policy;
+    std::string input;
+    std::string output;
+    std::string report;
+    std::string link_rate;
+    std::string discipline = "twinlane";
+    std::vector<std::string> compare;
+    std::string port;
+    std::string bulk_class = "training";
+    bool json = false;
+};
+
+// `out.pcap` + `fifo` -> `out.fifo.pcap`: one file per discipline when several run.
+std::string per_discipline(const std::string& path, const std::string& discipline, bool several) {
+    if (path.empty() || !several) return path;
+    const size_t dot = path.find_last_of('.');
+    const size_t slash = path.find_last_of('/');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
+        return path + "." + discipline;
+    return path.substr(0, dot) + "." + discipline + path.substr(dot);
+}
+
+struct Setup {
+    std::shared_ptr<const control::Policy> policy;
+    const control::EgressTree* tree = nullptr;
+    control::CompiledPolicy compiled;
+    size_t egress_index = 0;
+    const control::CompiledEgress& egress() const { return compiled.egress.at(egress_index); }
+    uint64_t link_rate_bps = 0;
+    uint16_t ingress_port = 0;
+    uint8_t bulk_class = 0;
+};
+
+std::optional<Setup> prepare(const ReplayArgs& args) {
+    control::PolicyResult loaded = control::load_policy(args.policy);
+    if (!loaded.ok()) {
+        for (const auto& e : loaded.errors) spdlog::error("{}", e.to_string());
+        return std::nullopt;
+    }
+    Setup s;
+    s.policy = loaded.policy;
+    const control::Policy& policy = *s.policy;
+    if (policy.egress_trees.empty()) {
+        spdlog::error("{}: no egress port with a scheduling tree", args.policy);
+        return std::nullopt;
+    }
+    const control::EgressTree* tree = &policy.egress_trees.front();
+    if (!args.port.empty()) {
+        const auto index = policy.find_port(args.port);
+        tree = index ? policy.tree_for_port(*index) : nullptr;
+        if (tree == nullptr) {
+            spdlog::error("{}: no egress port named '{}'", args.policy, args.port);
+            return std::nullopt;
+        }
+    }
+    s.compiled = control::compile_policy(policy);
+    if (!s.compiled.ok()) {
+        for (const auto& e : s.compiled.errors) spdlog::error("{}: {}", args.policy, e);
+        return std::nullopt;
+    }
+    s.tree = tree;
+    s.egress_index = static_cast<size_t>(tree - policy.egress_trees.data());
+    s.link_rate_bps = policy.ports[tree->port].rate_bits_per_sec;
+    if (!args.link_rate.empty()) {
+        auto rate = control::parse_rate_bits_per_sec(args.link_rate);
+        if (!rate) {
+            spdlog::error("--link-rate: {}", rate.error());
+            return std::nullopt;
+        }
+        s.link_rate_bps = rate.value();
+    }
+    for (const auto& f : policy.forwarding)
+        if (f.to_port == tree->port) {
+            s.ingress_port = static_cast<uint16_t>(f.from_port);
+            break;
+        }
+    const auto bulk = policy.find_class(args.bulk_class);
+    if (!bulk) {
+        spdlog::error("--bulk-class: no class named '{}' in {}", args.bulk_class, args.policy);
+        return std::nullopt;
+    }
+    s.bulk_class = static_cast<uint8_t>(*bulk);
+    return s;
+}
+
+std::unique_ptr<replay::Discipline> make_discipline(const std::string& name, const Setup& s) {
+    if (name == "fifo") {
+        // The same total buffer as the tree: the sum of its leaves' limits.
+        uint64_t packets = 0;
+        uint64_t bytes = 0;
+        for (const auto& node : s.egress().tree.nodes) {
+            if (node.kind != sched::NodeKind::fifo && node.kind != sched::NodeKind::fq) continue;
+            packets += node.limit_packets;
+            bytes += node.limit_bytes;
+        }
+        return std::make_unique<replay::FifoDiscipline>(packets, bytes);
+    }
+    if (name == "rte_sched") {
+        replay::RteSchedLayout layout = replay::rte_sched_layout_from(*s.policy, *s.tree);
+        layout.link_rate_bps = s.link_rate_bps;
+        auto d = std::make_unique<replay::RteSchedDiscipline>(layout);
+        if (!d->ok()) {
+            spdlog::error("{}", d->error());
+            return nullptr;
+        }
+        return d;
+    }
+    auto built = sched::Scheduler::build(s.egress().tree);
+    if (!built.scheduler) {
+        spdlog::error("scheduling tree: {}", built.error->to_string());
+        return nullptr;
+    }
+    const control::CompiledEgress* egress = &s.egress();
+    return std::make_unique<replay::SchedulerDiscipline>(
+        std::move(built.scheduler),
+        [egress](uint8_t class_id, uint32_t job_id) { return egress->leaf_for(class_id, job_id); });
+}
+
+int run(const ReplayArgs& args) {
+    std::vector<std::string> disciplines{args.discipline};
+    for (const auto& d : args.compare)
+        if (d != args.discipline) disciplines.push_back(d);
+    const bool several = disciplines.size() > 1;
+
+    std::optional<Setup> setup = prepare(args);
+    if (!setup) return 2;
+
+    // rte_sched needs DPDK's memory: an EAL without hugepages, PCI or shared files.
+    std::unique_ptr<Eal> eal;
+    for (const auto& d : disciplines) {
+        if (d == "rte_sched" && !eal) {
+            eal = std::make_unique<Eal>(std::vector<std::string>{
+                "--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "512", "-l", "0",
+                "--log-level=error"});
+            if (!eal->ok()) {
+                spdlog::error("rte_sched needs DPDK's EAL: {}", eal->error());
+                return 2;
+            }
+        }
+    }
+
+    std::vector<std::unique_ptr<replay::ReplayReport>> reports;
+    int rc = 0;
+    for (const auto& name : disciplines) {
+        classifier::Classifier classifier(setup->compiled.classifier);
+        std::unique_ptr<replay::Discipline> discipline = make_discipline(name, *setup);
+        if (!discipline) return 2;
+        auto report = std::make_unique<replay::ReplayReport>(
+            name, setup->link_rate_bps, setup->compiled.classifier.class_names, setup->bulk_class,
+            1'000'000);
+        try {
+            replay::PcapReader reader(args.input);
+            std::unique_ptr<replay::PcapWriter> writer;
+            const std::string out_path = per_discipline(args.output, name, several);
+            if (!out_path.empty()) writer = std::make_unique<replay::PcapWriter>(out_path);
+            replay::ReplayOptions options;
+            options.link_rate_bps = setup->link_rate_bps;
+            options.ingress_port = setup->ingress_port;
+            replay::ReplayEngine engine(options, classifier, *discipline, *report, writer.get());
+            engine.run(reader);
+            if (writer) writer->close();
+        } catch (const replay::PcapError& e) {
+            spdlog::error("{}", e.what());
+            return 2;
+        }
+        const std::string report_path = per_discipline(args.report, name, several);
+        if (!report_path.empty()) {
+            std::ofstream f(report_path);
+            f << report->to_json().dump(2) << "\n";
+            if (!f) {
+                spdlog::error("cannot write {}", report_path);
+                return 2;
+            }
+        }
+        if (report->rx_packets() !=
+            report->tx_packets() + report->dropped_packets() + report->queued_at_end()) {
+            spdlog::error("{}: accounting mismatch", name);
+            rc = 1;
+        }
+        reports.push_back(std::move(report));
+    }
+
+    if (args.json) {
+        nlohmann::json all = nlohmann::json::array();
+        for (const auto& r : reports) all.push_back(r->to_json());
+        std::printf("%s\n", all.dump().c_str());
+    } else {
+        std::vector<const replay::ReplayReport*> views;
+        for (const auto& r : reports) views.push_back(r.get());
+        std::printf("replay of %s at %.3g Gbit/s, policy %s\n", args.input.c_str(),
+                    static_cast<double>(setup->link_rate_bps) / 1e9, args.policy.c_str());
+        std::printf("%s", replay::format_comparison(views).c_str());
+    }
+    std::fflush(stdout);
+    return rc;
+}
+}  // namespace
+
+void add_replay_command(CLI::App& app, int& exit_code) {
+    auto args = std::make_shared<ReplayArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "replay",
+        "Replay a pcap in virtual time through the classifier and a scheduling discipline.\n"
+        "Timestamps are arrival times; a virtual link of --link-rate gives departure times.");
+    cmd->add_option("-c,--policy", args->policy, "Policy file (YAML)")->required();
+    cmd->add_option("-i,--input", args->input, "Input pcap (microsecond or nanosecond)")
+        ->required();
+    cmd->add_option("-o,--output", args->output,
+                    "Output pcap with departure timestamps (per discipline with --compare)");
+    cmd->add_option("--report", args->report, "JSON report (per discipline with --compare)");
+    cmd->add_option("--link-rate", args->link_rate,
+                    "Link rate, e.g. 10G, 400Mbps (default: the egress port's rate)");
+    cmd->add_option("--discipline", args->discipline, "twinlane, fifo or rte_sched")
+        ->check(CLI::IsMember({"twinlane", "fifo", "rte_sched"}))
+        ->capture_default_str();
+    cmd->add_option("--compare", args->compare, "Also run these disciplines, e.g. fifo,rte_sched")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"twinlane", "fifo", "rte_sched"}));
+    cmd->add_option("--port", args->port, "Egress port of the policy (default: the first)");
+    cmd->add_option("--bulk-class", args->bulk_class, "Class whose fairness is reported")
+        ->capture_default_str();
+    cmd->add_flag("--json", args->json, "Print the reports as a JSON array instead of a table");
+    cmd->callback([args, &exit_code]() { exit_code = run(*args); });
+}
+
+}  // namespace twinlane::dataplane

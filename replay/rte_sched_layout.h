@@ -1,0 +1,19 @@
+// Maps a policy's scheduling tree onto rte_sched's fixed hierarchy, as closely as it allows.
+//
+// rte_sched has one pipe of 13 traffic classes: 0..11 strict priority with one queue each, 12
+// best effort with 4 WRR queues. The root's children (strict) become traffic classes in
+// priority order; a child whose subtree is a DRR with several children (per-job bulk) becomes
+// the best-effort class, its first 4 children's weights the WRR weights and the job id (mod 4)
+// the queue. Queue sizes are the subtree's leaf packet limits (per queue for best effort).
+// What rte_sched cannot express (per-flow fair queues, caps on a lane, ECN) is left out.
+#pragma once
+
+#include "control/policy.h"
+#include "replay/rte_sched_discipline.h"
+
+namespace twinlane::replay {
+
+RteSchedLayout rte_sched_layout_from(const control::Policy& policy,
+                                     const control::EgressTree& tree);
+
+}  // namespace twinlane::replay
