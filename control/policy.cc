@@ -208,6 +208,8 @@ class PolicyLoader {
     // does not also make every reference to it "unknown".
     std::vector<std::string> port_names_;
     std::vector<std::string> class_names_;
+    // Where each egress port is first named as a destination, to locate "no tree" errors.
+    std::map<size_t, Field> egress_reference_;
 };
 
 PolicyResult PolicyLoader::load(std::string_view text) {
@@ -489,6 +491,7 @@ void PolicyLoader::read_forwarding(const Field& field) {
             continue;
         }
         policy_.forwarding.push_back(ForwardingPolicy{*from, *to});
+        egress_reference_.emplace(*to, *to_field);  // keeps the first mention
     }
 }
 
@@ -993,7 +996,8 @@ void PolicyLoader::build_egress_trees(const std::optional<Field>& default_tree_f
                               : default_tree   ? &*default_tree
                                                : nullptr;
         if (!tree) {
-            errors_.add(YAML::Mark::null_mark(), "scheduler",
+            const Field& at = egress_reference_.at(port);
+            errors_.add(at.mark, at.path,
                         "egress port '" + port_names_[port] +
                             "' needs a scheduling tree: add a top-level 'scheduler' or "
                             "a 'scheduler' on the port");

@@ -472,7 +472,7 @@ TEST(PolicyErrors, ServingPortZero) {
 
 TEST(PolicyErrors, NoTreeForAnEgressPort) {
     const PolicyResult result = parse(std::string(kBaseNoTree));
-    expect_error(result, "scheduler", 0, 0, "egress port 'b' needs a scheduling tree");
+    expect_error(result, "forwarding[0].to", 5, 19, "egress port 'b' needs a scheduling tree");
 }
 
 TEST(PolicyErrors, SchedulerOnAPortThatNeverTransmits) {
