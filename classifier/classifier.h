@@ -31,7 +31,7 @@
 
 namespace twinlane::classifier {
 
-inline constexpr uint32_t kMaxBurst = 32;  // classify_burst works in chunks of this many
+inline constexpr uint32_t kMaxBurst = 32;  // typical RX burst; classify_burst takes any count
 
 struct ClassCounters {
     uint64_t packets = 0;

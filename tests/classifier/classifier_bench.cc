@@ -92,7 +92,7 @@ void hit_path(benchmark::State& state, bool burst) {
 
 void BM_HitPath_Burst(benchmark::State& state) { hit_path(state, true); }
 void BM_HitPath_Single(benchmark::State& state) { hit_path(state, false); }
-BENCHMARK(BM_HitPath_Burst)->Arg(4096)->Arg(1 << 20);
+BENCHMARK(BM_HitPath_Burst)->Arg(256)->Arg(4096)->Arg(1 << 20);
 BENCHMARK(BM_HitPath_Single)->Arg(4096)->Arg(1 << 20);
 
 IpPrefix v4_prefix(uint32_t address, uint8_t length) {
@@ -169,6 +169,34 @@ void BM_MissPath(benchmark::State& state) {
 }
 BENCHMARK(BM_MissPath)->Arg(10)->Arg(1000)->Arg(10000);
 
+// Flow-table miss with insertion: every packet is a new flow (rules + heuristics + insert).
+// The table is emptied (untimed) after each pass over the 64k-flow pool.
+void BM_NewFlowPath(benchmark::State& state) {
+    constexpr uint32_t kFlows = 65536;
+    ClassifierConfig config = ClassifierConfig::defaults();
+    config.rules = make_rules(uint32_t(state.range(0)));
+    config.flow_table_capacity = kFlows;
+    config.aging_scan_per_burst = 0;
+    Classifier classifier(config);
+    const FramePool traffic(kFlows, 4);
+    Result out[kMaxBurst];
+    uint32_t next = 0;
+    for (auto _ : state) {
+        if (next == 0 && classifier.flows().size() != 0) {
+            state.PauseTiming();
+            classifier.expire_flows(uint64_t{1} << 62, kFlows);
+            state.ResumeTiming();
+        }
+        classifier.classify_burst(&traffic.pointers[next], &traffic.lengths[next], kMaxBurst, 0,
+                                  1, out);
+        benchmark::DoNotOptimize(out);
+        next = (next + kMaxBurst) % kFlows;
+    }
+    if (classifier.counters().flow_overflows != 0) state.SkipWithError("table overflowed");
+    state.SetItemsProcessed(int64_t(state.iterations()) * kMaxBurst);
+}
+BENCHMARK(BM_NewFlowPath)->Arg(10)->Arg(10000);
+
 std::vector<PacketKey> lookup_keys() {
     std::vector<PacketKey> keys;
     std::mt19937 rng(5);
@@ -208,6 +236,20 @@ void BM_RuleLookup_Linear(benchmark::State& state) {
     state.SetItemsProcessed(int64_t(state.iterations()));
 }
 BENCHMARK(BM_RuleLookup_Linear)->Arg(10)->Arg(1000)->Arg(10000);
+
+void BM_Parse(benchmark::State& state) {
+    const FramePool traffic(4096, 6);
+    ParsedPacket parsed;
+    const ParserOptions options;
+    uint32_t next = 0;
+    for (auto _ : state) {
+        parse_packet(traffic.pointers[next], kFrameBytes, options, parsed);
+        benchmark::DoNotOptimize(parsed);
+        next = (next + 1) % 4096;
+    }
+    state.SetItemsProcessed(int64_t(state.iterations()));
+}
+BENCHMARK(BM_Parse);
 
 void BM_RuleTableBuild(benchmark::State& state) {
     const std::vector<Rule> rules = make_rules(uint32_t(state.range(0)));

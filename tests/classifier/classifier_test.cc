@@ -324,5 +324,83 @@ TEST(Classifier, BurstEqualsSinglePacketPath) {
     EXPECT_GT(burst.counters().elephants_detected, 0u);
 }
 
+TEST(Classifier, VlanAndIngressPortRules) {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    Rule rule;
+    rule.match.ingress_port = 2;
+    rule.match.vlan_id = 300;
+    rule.action = {kTraining, 11, std::nullopt};
+    config.rules.push_back(rule);
+    Classifier classifier(config);
+    const auto tagged = PacketBuilder().ethernet().vlan(300).ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 6).tcp(1, 8000).build();
+    const auto qinq = PacketBuilder().ethernet().vlan(300, 0x88A8).vlan(5).ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 6).tcp(1, 8000).build();
+    EXPECT_EQ(run(classifier, tagged, 0, 2).job_id, 11u);
+    EXPECT_EQ(run(classifier, qinq, 0, 2).job_id, 11u);  // outermost tag
+    EXPECT_EQ(run(classifier, tagged, 0, 1).source, MatchSource::port);
+    const Result r = run(classifier, tagged, 0, 2);
+    EXPECT_EQ(r.l3_offset, 18);
+}
+
+TEST(Classifier, ConfigValidationNamesEachField) {
+    const auto first_error = [](const ClassifierConfig& config) {
+        const auto errors = config.validate();
+        return errors.empty() ? std::string() : errors.front();
+    };
+    const auto starts_with = [](const std::string& text, const std::string& prefix) {
+        return text.rfind(prefix, 0) == 0;
+    };
+    ClassifierConfig c = ClassifierConfig::defaults();
+    c.class_names.push_back("other");
+    EXPECT_TRUE(starts_with(first_error(c), "class_names[3]")) << first_error(c);
+    c = ClassifierConfig::defaults();
+    c.dscp_map.push_back({26, 0});
+    EXPECT_TRUE(starts_with(first_error(c), "dscp_map[3].dscp")) << first_error(c);
+    c = ClassifierConfig::defaults();
+    c.model_serving_ports.push_back(0);
+    EXPECT_TRUE(starts_with(first_error(c), "model_serving_ports[7]")) << first_error(c);
+    c = ClassifierConfig::defaults();
+    c.flow_table_capacity = 0;
+    EXPECT_TRUE(starts_with(first_error(c), "flow_table_capacity")) << first_error(c);
+    c.elephant_threshold_bytes = 0;  // without elephants, no flow table is fine
+    EXPECT_EQ(first_error(c), "");
+    c = ClassifierConfig::defaults();
+    c.max_vlan_depth = 9;
+    EXPECT_TRUE(starts_with(first_error(c), "max_vlan_depth")) << first_error(c);
+    c = ClassifierConfig::defaults();
+    c.roce_class = 3;
+    EXPECT_TRUE(starts_with(first_error(c), "roce_class")) << first_error(c);
+    c = ClassifierConfig::defaults();
+    c.rules.resize(1);
+    c.rules[0].match.dest_qp = {5, 4};
+    EXPECT_TRUE(starts_with(first_error(c), "rules[0].dest_qp")) << first_error(c);
+}
+
+TEST(Classifier, AgeingRunsBoundedInsideBursts) {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    config.flow_table_capacity = 256;
+    config.aging_scan_per_burst = 16;
+    config.flow_idle_timeout_ns = 10 * kMs;
+    Classifier classifier(config);
+    std::vector<std::vector<uint8_t>> frames;
+    std::vector<const uint8_t*> pointers;
+    std::vector<uint32_t> lengths;
+    for (uint16_t i = 0; i < 64; ++i) frames.push_back(tcp4(uint16_t(2000 + i), 22));
+    for (const auto& f : frames) {
+        pointers.push_back(f.data());
+        lengths.push_back(uint32_t(f.size()));
+    }
+    std::vector<Result> out(64);
+    classifier.classify_burst(pointers.data(), lengths.data(), 64, 0, 0, out.data());
+    EXPECT_EQ(classifier.flows().size(), 64u);
+    // One packet of one flow, 20 ms later: each burst may age at most 16 entries.
+    classifier.classify_burst(pointers.data(), lengths.data(), 1, 0, 20 * kMs, out.data());
+    EXPECT_GE(classifier.flows().size(), 64u - 16u);
+    for (int burst = 0; burst < 20; ++burst) {
+        classifier.classify_burst(pointers.data(), lengths.data(), 1, 0, 20 * kMs, out.data());
+    }
+    EXPECT_EQ(classifier.flows().size(), 1u);  // only the flow still sending
+    EXPECT_EQ(classifier.counters().flows_expired, 63u);
+}
+
 }  // namespace
 }  // namespace twinlane::classifier
