@@ -38,6 +38,18 @@ PacketKey prefix_value(const IpPrefix& prefix) {
     return make_key(fields);  // words[0..1] hold the address as the key stores it
 }
 
+// Probe hash for the tuple tables: six independent multiplies summed (no dependency chain, no
+// finaliser), index from the high half where every input bit has mixed in. A lookup hashes
+// once per visited tuple, so this is cheaper than hash_key (measured: BM_Compiled/1000 in
+// classifier_acl_bench).
+uint32_t probe_hash(const PacketKey& key) {
+    const auto& w = key.words;
+    const uint64_t h = w[0] * 0x9E3779B97F4A7C15ull + w[1] * 0xC2B2AE3D27D4EB4Full +
+                       w[2] * 0x165667B19E3779F9ull + w[3] * 0xD6E8FEB86659FD93ull +
+                       w[4] * 0xFF51AFD7ED558CCDull + w[5] * 0xC4CEB9FE1A85EC53ull;
+    return uint32_t(h >> 32) ^ uint32_t(h >> 48);
+}
+
 PacketKey masked(const PacketKey& key, const PacketKey& mask) {
     PacketKey out;
     for (size_t i = 0; i < out.words.size(); ++i) out.words[i] = key.words[i] & mask.words[i];
@@ -155,13 +167,16 @@ CompiledRuleTable CompiledRuleTable::build(std::span<const Rule> rules, uint64_t
         tuple.bucket_mask = bucket_count - 1;
         tuple.first_bucket = uint32_t(table.buckets_.size());
         table.buckets_.resize(table.buckets_.size() + bucket_count);
+        table.tags_.resize(table.buckets_.size(), 0);
         for (size_t i = 0; i < pending.size();) {
             size_t j = i;
             while (j < pending.size() && pending[j].value == pending[i].value) ++j;
-            uint32_t slot = hash_key(pending[i].value) & tuple.bucket_mask;
+            const uint32_t hash = probe_hash(pending[i].value);
+            uint32_t slot = hash & tuple.bucket_mask;
             while (table.buckets_[tuple.first_bucket + slot].end != 0) {
                 slot = (slot + 1) & tuple.bucket_mask;
             }
+            table.tags_[tuple.first_bucket + slot] = tag_of(hash);
             Bucket& bucket = table.buckets_[tuple.first_bucket + slot];
             bucket.value = pending[i].value;
             bucket.begin = uint32_t(table.rules_.size());
@@ -185,11 +200,14 @@ uint32_t CompiledRuleTable::match(const PacketKey& key) const {
     for (const Tuple& tuple : tuples_) {
         if (tuple.best_rank >= best_rank) break;  // tuples are sorted: nothing later can win
         const PacketKey probe = masked(key, tuple.mask);
-        uint32_t slot = hash_key(probe) & tuple.bucket_mask;
+        const uint32_t hash = probe_hash(probe);
+        const uint16_t tag = tag_of(hash);
+        uint32_t slot = hash & tuple.bucket_mask;
         for (;;) {
+            const uint16_t stored = tags_[tuple.first_bucket + slot];
+            if (stored == 0) break;
             const Bucket& bucket = buckets_[tuple.first_bucket + slot];
-            if (bucket.end == 0) break;
-            if (bucket.value == probe) {
+            if (stored == tag && bucket.value == probe) {
                 for (uint32_t i = bucket.begin; i < bucket.end; ++i) {
                     const CompiledRule& rule = rules_[i];
                     if (rule.rank >= best_rank) break;

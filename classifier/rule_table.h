@@ -50,6 +50,7 @@ private:
         uint32_t begin = 0;  // [begin, end) into rules_, sorted by rank; end == 0: empty bucket
         uint32_t end = 0;
     };
+    static uint16_t tag_of(uint32_t hash) { return uint16_t(hash | 1); }
     struct Tuple {
         PacketKey mask;
         uint32_t best_rank;
@@ -59,6 +60,10 @@ private:
 
     std::vector<Tuple> tuples_;           // sorted by best_rank
     std::vector<Bucket> buckets_;
+    // Per bucket: 0 empty, else a 16-bit fingerprint of the value's hash (never 0). Probing
+    // scans these 2-byte tags and touches the 64-byte bucket only on a tag match, so tuples
+    // that miss (most of them) cost no cache miss even for 10k-rule tables.
+    std::vector<uint16_t> tags_;
     std::vector<CompiledRule> rules_;
     std::vector<RuleAction> actions_;     // by rule_index
     uint64_t generation_ = 0;
