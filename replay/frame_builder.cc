@@ -106,7 +106,7 @@ void build_frame(const FrameHeaders& headers, std::span<const uint8_t> payload_p
     put16(l4 + 2, headers.dst_port);
     uint8_t* payload = l4 + l4_header_bytes;
     const size_t prefix_bytes = std::min(payload_prefix.size(), payload_length);
-    std::memcpy(payload, payload_prefix.data(), prefix_bytes);
+    if (prefix_bytes > 0) std::memcpy(payload, payload_prefix.data(), prefix_bytes);
     std::memset(payload + prefix_bytes, filler, payload_length - prefix_bytes);
 
     if (headers.protocol == L4Protocol::tcp) {

@@ -31,10 +31,14 @@ class PcapIoTest : public ::testing::Test {
         return bytes;
     }
 
-    static void write_bytes(const std::string& file, const std::vector<uint8_t>& bytes) {
+    static void write_bytes(const std::string& file, const std::vector<uint8_t>& bytes,
+                            size_t length) {
         std::ofstream out(file, std::ios::binary);
         out.write(reinterpret_cast<const char*>(bytes.data()),
-                  static_cast<std::streamsize>(bytes.size()));
+                  static_cast<std::streamsize>(length));
+    }
+    static void write_bytes(const std::string& file, const std::vector<uint8_t>& bytes) {
+        write_bytes(file, bytes, bytes.size());
     }
 
     std::filesystem::path dir_;
@@ -133,8 +137,8 @@ TEST_F(PcapIoTest, TruncatedRecordIsReportedAfterTheGoodOnes) {
     }
     std::ifstream in(path("full.pcap"), std::ios::binary);
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
-    bytes.resize(bytes.size() - 50);  // cut into the second record's data
-    write_bytes(path("cut.pcap"), bytes);
+    ASSERT_GT(bytes.size(), 100U);
+    write_bytes(path("cut.pcap"), bytes, bytes.size() - 50);  // cut into the second record
 
     PcapReader reader(path("cut.pcap"));
     PcapRecord record;
