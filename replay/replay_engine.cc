@@ -46,7 +46,6 @@ uint64_t ReplayEngine::run(PcapReader& input) {
         arrive(record, arrival);
         last_arrival = arrival;
     }
-    report_.on_input_end(last_arrival);
     if (options_.drain) transmit_until(UINT64_MAX);
     const uint64_t end = std::max(link_free_ns_, last_arrival);
     report_.on_finish(discipline_.queued_packets(), end);
@@ -68,10 +67,10 @@ void ReplayEngine::arrive(const PcapRecord& record, uint64_t arrival_ns) {
     s.job_id = r.job_id;
     s.l3_offset = r.l3_offset;
     s.ip_version = r.ip_version;
-    report_.on_arrival(r.class_id, record.wire_length, arrival_ns);
+    report_.on_arrival(r.class_id, record.wire_length, arrival_ns, r.flow_hash, r.job_id);
     if (r.malformed != classifier::MalformedReason::none) report_.on_malformed();
     if (r.drop) {
-        report_.on_drop(r.class_id, "malformed");
+        report_.on_drop(r.class_id, "malformed", arrival_ns, r.flow_hash, r.job_id);
         free_slots_.push_back(slot_id);
         return;
     }
@@ -87,7 +86,7 @@ void ReplayEngine::arrive(const PcapRecord& record, uint64_t arrival_ns) {
     p.flow_hash = r.flow_hash;
     p.user = r.class_id;
     discipline_.enqueue(p, r.class_id, r.job_id, arrival_ns, drops_);
-    account_drops();
+    account_drops(arrival_ns);
 }
 
 void ReplayEngine::transmit_until(uint64_t until_ns) {
@@ -96,11 +95,11 @@ void ReplayEngine::transmit_until(uint64_t until_ns) {
         const uint64_t start = link_free_ns_;
         if (start >= until_ns) return;
         if (discipline_.dequeue(start, p, drops_)) {
-            account_drops();
+            account_drops(start);
             depart(p, start);
             continue;
         }
-        account_drops();
+        account_drops(start);
         // Nothing eligible now: the link idles until a shaper allows more or a packet arrives.
         const uint64_t next = discipline_.next_eligible_ns(start);
         if (next == UINT64_MAX || next >= until_ns) {
@@ -123,10 +122,11 @@ void ReplayEngine::depart(const sched::Packet& packet, uint64_t start_ns) {
     free_slots_.push_back(slot_id);
 }
 
-void ReplayEngine::account_drops() {
+void ReplayEngine::account_drops(uint64_t now_ns) {
     for (const ReplayDrop& d : drops_) {
         const uint32_t slot_id = slot_of(d.packet);
-        report_.on_drop(slots_[slot_id].class_id, d.reason);
+        report_.on_drop(slots_[slot_id].class_id, d.reason, now_ns, slots_[slot_id].flow_hash,
+                        slots_[slot_id].job_id);
         free_slots_.push_back(slot_id);
     }
     drops_.clear();

@@ -51,7 +51,7 @@ private:
     // Transmits packets whose transmission can start before `until_ns`.
     void transmit_until(uint64_t until_ns);
     void depart(const sched::Packet& packet, uint64_t start_ns);
-    void account_drops();
+    void account_drops(uint64_t now_ns);
     uint32_t take_slot();
     bool ce_marked(const Slot& slot) const;
 

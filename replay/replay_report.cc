@@ -1,5 +1,7 @@
 #include "replay/replay_report.h"
 
+#include "replay/virtual_link.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,17 +14,6 @@ double percentile_us(std::vector<uint64_t>& sorted, double q) {
     // Nearest-rank: the smallest value with at least q of the samples at or below it.
     const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
     return static_cast<double>(sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1]) / 1e3;
-}
-
-template <typename Map>
-double jain(const Map& bytes) {
-    double sum = 0, sum_sq = 0;
-    for (const auto& [key, b] : bytes) {
-        sum += static_cast<double>(b);
-        sum_sq += static_cast<double>(b) * static_cast<double>(b);
-    }
-    if (bytes.empty() || sum_sq == 0) return 0;
-    return sum * sum / (static_cast<double>(bytes.size()) * sum_sq);
 }
 
 double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
@@ -41,17 +32,73 @@ ReplayReport::ReplayReport(std::string discipline, uint64_t link_rate_bps,
     }
 }
 
-void ReplayReport::on_arrival(uint8_t class_id, uint32_t frame_bytes, uint64_t now_ns) {
+void ReplayReport::Group::arrive(uint32_t key) {
+    Member& m = members[key];
+    if (m.queued++ == 0) {
+        ++backlogged;
+        m.credit_start = virtual_bytes;
+    }
+}
+
+void ReplayReport::Group::leave(uint32_t key) {
+    auto it = members.find(key);
+    if (it == members.end() || it->second.queued == 0) return;
+    Member& m = it->second;
+    if (--m.queued == 0) {
+        --backlogged;
+        m.credit += virtual_bytes - m.credit_start;
+    }
+}
+
+void ReplayReport::Group::depart(uint32_t key, uint32_t bytes) {
+    if (backlogged != 0) virtual_bytes += static_cast<double>(bytes) / static_cast<double>(backlogged);
+    members[key].served += bytes;
+    leave(key);
+}
+
+double ReplayReport::Group::jain() const {
+    double sum = 0, sum_sq = 0;
+    size_t n = 0;
+    for (const auto& [key, m] : members) {
+        const double credit = m.credit + (m.queued != 0 ? virtual_bytes - m.credit_start : 0);
+        if (credit < kMinCreditBytes) continue;
+        const double score = m.served / credit;
+        sum += score;
+        sum_sq += score * score;
+        ++n;
+    }
+    return n == 0 || sum_sq == 0 ? 0 : sum * sum / (static_cast<double>(n) * sum_sq);
+}
+
+void ReplayReport::on_arrival(uint8_t class_id, uint32_t frame_bytes, uint64_t now_ns,
+                              uint32_t flow_hash, uint32_t job_id) {
+    if (class_id == bulk_class_) {
+        bulk_flows_.arrive(flow_hash);
+        bulk_jobs_.arrive(job_id);
+    }
     ++rx_packets_;
     first_arrival_ns_ = std::min(first_arrival_ns_, now_ns);
     ClassStats& c = classes_.at(class_id);
     ++c.rx_packets;
     c.rx_bytes += frame_bytes;
+    if (c.queued++ == 0) c.backlog_since_ns = now_ns;
 }
 
-void ReplayReport::on_drop(uint8_t class_id, const char* reason) {
+void ReplayReport::leave_queue(ClassStats& c, uint64_t now_ns) {
+    if (c.queued == 0) return;
+    if (--c.queued == 0) c.backlogged_ns += now_ns - c.backlog_since_ns;
+}
+
+void ReplayReport::on_drop(uint8_t class_id, const char* reason, uint64_t now_ns,
+                           uint32_t flow_hash, uint32_t job_id) {
+    if (class_id == bulk_class_) {
+        bulk_flows_.leave(flow_hash);
+        bulk_jobs_.leave(job_id);
+    }
     ++dropped_by_reason_[reason];
-    ++classes_.at(class_id).drops;
+    ClassStats& c = classes_.at(class_id);
+    ++c.drops;
+    leave_queue(c, now_ns);
 }
 
 void ReplayReport::on_departure(uint8_t class_id, uint32_t frame_bytes, uint64_t arrival_ns,
@@ -68,9 +115,18 @@ void ReplayReport::on_departure(uint8_t class_id, uint32_t frame_bytes, uint64_t
                                                 series_interval_ns_);
     if (c.throughput_bytes.size() <= interval) c.throughput_bytes.resize(interval + 1, 0);
     c.throughput_bytes[interval] += frame_bytes;
-    if (class_id == bulk_class_ && departure_ns <= input_end_ns_) {
-        bulk_flow_bytes_[flow_hash] += frame_bytes;
-        bulk_job_bytes_[job_id] += frame_bytes;
+    const uint64_t wire = wire_bytes(frame_bytes);
+    for (size_t i = 0; i < classes_.size(); ++i) {
+        if (classes_[i].queued == 0) continue;
+        if (i == class_id)
+            classes_[i].backlogged_wire_bytes += wire;
+        else
+            classes_[i].backlogged_others_wire_bytes += wire;
+    }
+    leave_queue(c, departure_ns);
+    if (class_id == bulk_class_) {
+        bulk_flows_.depart(flow_hash, frame_bytes);
+        bulk_jobs_.depart(job_id, frame_bytes);
     }
 }
 
@@ -97,8 +153,23 @@ LatencySummary ReplayReport::latency(size_t class_id) const {
     return s;
 }
 
-double ReplayReport::jain_flows() const { return jain(bulk_flow_bytes_); }
-double ReplayReport::jain_jobs() const { return jain(bulk_job_bytes_); }
+double ReplayReport::backlogged_throughput_bps(size_t class_id) const {
+    const ClassStats& c = classes_.at(class_id);
+    if (c.backlogged_ns == 0) return 0;
+    return static_cast<double>(c.backlogged_wire_bytes) * 8e9 / static_cast<double>(c.backlogged_ns);
+}
+
+double ReplayReport::backlogged_share_of_left_capacity(size_t class_id) const {
+    const ClassStats& c = classes_.at(class_id);
+    const double capacity_bytes =
+        static_cast<double>(c.backlogged_ns) * static_cast<double>(link_rate_bps_) / 8e9;
+    const double left = capacity_bytes - static_cast<double>(c.backlogged_others_wire_bytes);
+    if (left <= 0) return 0;
+    return static_cast<double>(c.backlogged_wire_bytes) / left;
+}
+
+double ReplayReport::jain_flows() const { return bulk_flows_.jain(); }
+double ReplayReport::jain_jobs() const { return bulk_jobs_.jain(); }
 
 nlohmann::json ReplayReport::to_json() const {
     using nlohmann::json;
@@ -140,6 +211,10 @@ nlohmann::json ReplayReport::to_json() const {
               {"p999", round3(l.p999_us)},
               {"max", round3(l.max_us)}}},
             {"latency_cdf_us", cdf},
+            {"backlogged",
+             {{"seconds", static_cast<double>(c.backlogged_ns) / 1e9},
+              {"throughput_bps", backlogged_throughput_bps(i)},
+              {"share_of_left_capacity", round3(backlogged_share_of_left_capacity(i))}}},
             {"throughput_series",
              {{"interval_s", static_cast<double>(series_interval_ns_) / 1e9}, {"bps", series}}},
         };
@@ -159,8 +234,8 @@ nlohmann::json ReplayReport::to_json() const {
          {{"class", classes_.at(bulk_class_).name},
           {"jain_flows", round3(jain_flows())},
           {"jain_jobs", round3(jain_jobs())},
-          {"flows", bulk_flow_bytes_.size()},
-          {"jobs", bulk_job_bytes_.size()}}},
+          {"flows", bulk_flows_.members.size()},
+          {"jobs", bulk_jobs_.members.size()}}},
     };
 }
 

@@ -26,6 +26,12 @@ struct ClassStats {
     uint64_t ecn_marked = 0;
     std::vector<uint64_t> latencies_ns;       // departure (last bit) - arrival, per tx packet
     std::vector<uint64_t> throughput_bytes;   // per series interval, by departure time
+    // Backlogged periods: from an arrival into an empty class to its last packet leaving.
+    uint64_t queued = 0;
+    uint64_t backlog_since_ns = 0;
+    uint64_t backlogged_ns = 0;
+    uint64_t backlogged_wire_bytes = 0;        // this class's bytes sent while backlogged
+    uint64_t backlogged_others_wire_bytes = 0; // other classes' bytes sent meanwhile
 };
 
 class ReplayReport {
@@ -33,14 +39,15 @@ public:
     ReplayReport(std::string discipline, uint64_t link_rate_bps, std::vector<std::string> classes,
                  uint8_t bulk_class, uint64_t series_interval_ns);
 
-    void on_arrival(uint8_t class_id, uint32_t frame_bytes, uint64_t now_ns);
+    void on_arrival(uint8_t class_id, uint32_t frame_bytes, uint64_t now_ns, uint32_t flow_hash,
+                    uint32_t job_id);
     void on_malformed() { ++malformed_; }
-    void on_drop(uint8_t class_id, const char* reason);
+    // A drop of an arrived packet: refused at enqueue, discarded by AQM, or malformed.
+    void on_drop(uint8_t class_id, const char* reason, uint64_t now_ns, uint32_t flow_hash,
+                 uint32_t job_id);
     void on_departure(uint8_t class_id, uint32_t frame_bytes, uint64_t arrival_ns,
                       uint64_t departure_ns, bool ecn_marked_here, uint32_t flow_hash,
                       uint32_t job_id);
-    // Marks the end of input: bulk departures after it (the drain) do not count for fairness.
-    void on_input_end(uint64_t last_arrival_ns) { input_end_ns_ = last_arrival_ns; }
     void on_finish(uint64_t queued_at_end, uint64_t end_ns);
 
     const std::vector<ClassStats>& classes() const { return classes_; }
@@ -50,6 +57,11 @@ public:
     uint64_t queued_at_end() const { return queued_at_end_; }
     const std::string& discipline() const { return discipline_; }
     LatencySummary latency(size_t class_id) const;
+    // While the class was backlogged: its throughput, and its share of the link capacity that
+    // the other classes left (1.0 = it used everything left; work-conserving schedulers reach
+    // it up to rounding).
+    double backlogged_throughput_bps(size_t class_id) const;
+    double backlogged_share_of_left_capacity(size_t class_id) const;
     double jain_flows() const;
     double jain_jobs() const;
 
@@ -68,9 +80,31 @@ private:
     uint64_t queued_at_end_ = 0;
     uint64_t first_arrival_ns_ = UINT64_MAX;
     uint64_t end_ns_ = 0;
-    uint64_t input_end_ns_ = UINT64_MAX;
-    std::unordered_map<uint32_t, uint64_t> bulk_flow_bytes_;
-    std::unordered_map<uint32_t, uint64_t> bulk_job_bytes_;
+    void leave_queue(ClassStats& c, uint64_t now_ns);
+    // Fairness among the bulk class's flows (or jobs), judged only while they are backlogged:
+    // each departure credits every backlogged member with an equal share of its bytes (a
+    // virtual clock, as in fair-queueing theory), and a member's score is the bytes it was
+    // sent over the bytes it was credited. Jain's index over the scores is 1.0 when every
+    // backlogged member got an equal share, whatever each offered. Members credited less than
+    // kMinCreditBytes are left out: their score is noise.
+    struct Member {
+        uint64_t queued = 0;
+        double credit_start = 0;
+        double credit = 0;
+        double served = 0;
+    };
+    struct Group {
+        std::unordered_map<uint32_t, Member> members;
+        size_t backlogged = 0;
+        double virtual_bytes = 0;  // cumulative share of one backlogged member
+        void arrive(uint32_t key);
+        void leave(uint32_t key);
+        void depart(uint32_t key, uint32_t bytes);
+        double jain() const;
+    };
+    static constexpr double kMinCreditBytes = 64 * 1024;
+    Group bulk_flows_;
+    Group bulk_jobs_;
 };
 
 // Prints one row per class for each report, side by side when several are given.

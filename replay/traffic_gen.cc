@@ -105,6 +105,8 @@ double GenSummary::offered_load(TrafficClass traffic_class) const {
 
 TrafficGenerator::TrafficGenerator(const GenOptions& options) {
     validate(options);
+    edge_ingress_link_ = options.edge_ingress_link;
+    link_rate_bps_ = options.link_rate_bps;
     summary_.duration_ns = options.duration_ns;
     summary_.link_rate_bps = options.link_rate_bps;
     summary_.per_job.resize(options.training_jobs);
@@ -212,6 +214,10 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
         spec.response_min_bytes = 1000;
         spec.response_max_bytes = 16000;
         spec.mss_bytes = v6 ? kMssBytesIpv6 : kMssBytes;
+        // Model servers and clients reach the gateway through links no faster than its own:
+        // an RPC's segments arrive at most at the link rate (bulk senders aggregate faster).
+        spec.client_rate_bps = std::min(spec.client_rate_bps, link);
+        spec.server_rate_bps = std::min(spec.server_rate_bps, link);
         spec.service_min_ns = 50'000;
         spec.service_max_ns = 500'000;
         spec.budget_bytes = options.inference_load * link * duration / 8e9 / clients;
@@ -289,10 +295,26 @@ bool TrafficGenerator::next(GeneratedFrame& frame) {
         last_source_ = -1;
     }
     if (heap_.empty()) return false;
-    const HeapEntry top = heap_.top();
+    HeapEntry top = heap_.top();
     heap_.pop();
+    // Edge traffic shares one ingress link: a frame that would arrive while that link is still
+    // carrying an earlier one arrives when it is free (per-source order is kept, as each
+    // source's next frame enters the heap only after this one is handed out).
+    while (edge_ingress_link_ &&
+           summary_.components[component_of_source_[top.source]].traffic_class !=
+               TrafficClass::training &&
+           top.timestamp_ns < edge_link_free_ns_) {
+        heap_.push({edge_link_free_ns_, top.source});
+        top = heap_.top();
+        heap_.pop();
+    }
     const FrameSource& source = *sources_[top.source];
     ComponentSummary& component = summary_.components[component_of_source_[top.source]];
+    if (edge_ingress_link_ && component.traffic_class != TrafficClass::training) {
+        const double wire_bits = 8.0 * static_cast<double>(std::max<size_t>(source.frame().size(), 60) + 24);
+        edge_link_free_ns_ =
+            top.timestamp_ns + static_cast<uint64_t>(std::ceil(wire_bits * 1e9 / link_rate_bps_));
+    }
     frame.timestamp_ns = top.timestamp_ns;
     frame.bytes = source.frame();
     frame.traffic_class = component.traffic_class;

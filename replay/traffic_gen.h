@@ -42,6 +42,10 @@ struct GenOptions {
     uint32_t flows_per_job = 4;
     uint32_t inference_clients = 32;
     double ipv6_fraction = 0.1;  // share of inference clients that use IPv6
+    // Inference and other traffic reach the gateway through an edge ingress link of the link
+    // rate (frontends, users), so together they never arrive faster than that link carries;
+    // training comes from many fast GPU hosts at once and is not limited this way.
+    bool edge_ingress_link = true;
     uint64_t seed = 1;
     std::string output_path;  // used by write_traffic_pcap()
 };
@@ -109,6 +113,9 @@ class TrafficGenerator {
     std::vector<uint32_t> component_of_source_;
     std::priority_queue<HeapEntry, std::vector<HeapEntry>, std::greater<>> heap_;
     int32_t last_source_ = -1;  // advanced lazily so its frame stays valid for the caller
+    bool edge_ingress_link_ = true;
+    double link_rate_bps_ = 10e9;
+    uint64_t edge_link_free_ns_ = 0;  // when the edge ingress link can start the next frame
     GenSummary summary_;
 };
 

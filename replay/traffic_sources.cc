@@ -13,6 +13,14 @@
 namespace twinlane::replay {
 namespace {
 
+// A sender's frames are spaced by their time on its wire: the frame plus FCS, preamble, SFD and
+// inter-frame gap (24 bytes), at least a 60-byte frame. Without the overhead a "line-rate"
+// sender would outrun a link of the same rate.
+double wire_bits(size_t frame_bytes) {
+    return 8.0 * static_cast<double>(std::max<size_t>(frame_bytes, 60) + 24);
+}
+
+
 constexpr double kNsPerSecond = 1e9;
 
 // Bursts start within this much of the step barrier: NCCL's proxies do not start in lockstep.
@@ -124,8 +132,7 @@ bool BulkBurstSource::start_next_step() {
             if (flow.packets_in_burst == 0) continue;
             any_packets = true;
             const double burst_bits =
-                8.0 *
-                static_cast<double>(frame_bytes(0) + (flow.packets_in_burst - 1) * frame_bytes(1));
+                wire_bits(frame_bytes(0)) + (flow.packets_in_burst - 1) * wire_bits(frame_bytes(1));
             step_end_ns_ = std::max(
                 step_end_ns_, flow.burst_start_ns + burst_bits * kNsPerSecond / sender_rate_bps_);
         }
@@ -208,7 +215,7 @@ void BulkBurstSource::build(size_t flow_index) {
         state.tcp_seq += spec_.payload_bytes;
         build_frame(headers, {}, spec_.payload_bytes, static_cast<uint8_t>(state.tcp_seq), frame_);
     }
-    state.bits_sent += 8.0 * static_cast<double>(frame_.size());
+    state.bits_sent += wire_bits(frame_.size());
     ++state.next_packet;
 }
 
@@ -378,7 +385,7 @@ bool TransactionSource::advance() {
                                                                      : spec_.server_rate_bps;
     timestamp_ns_ = to_ns(message_start_ns_ + bits_sent_ * kNsPerSecond / rate);
     build(next_segment_);
-    bits_sent_ += 8.0 * static_cast<double>(frame_.size());
+    bits_sent_ += wire_bits(frame_.size());
     link_free_ns_ = message_start_ns_ + bits_sent_ * kNsPerSecond / rate;
     ++next_segment_;
     return true;

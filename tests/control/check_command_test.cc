@@ -15,7 +15,7 @@ const std::string kBroken = std::string(TWINLANE_CONTROL_TEST_DATA) + "/broken.y
 TEST(CheckCommand, ValidPolicyPrintsASummary) {
     std::ostringstream out, err;
     EXPECT_EQ(run_check(kDefault, out, err), 0);
-    EXPECT_EQ(out.str(), "OK: " + kDefault + ": 2 ports, 3 classes, 2 rules\n");
+    EXPECT_EQ(out.str(), "OK: " + kDefault + ": 2 ports, 3 classes, 6 rules\n");
     EXPECT_EQ(err.str(), "");
 }
 

@@ -60,7 +60,7 @@ TEST(Compile, DefaultPolicyTree) {
     const CompiledPolicy compiled = compile_policy(*policy);
     ASSERT_TRUE(compiled.ok());
     const sched::TreeSpec& tree = compiled.egress.at(0).tree;
-    EXPECT_EQ(tree.max_packet_bytes, 1518u);
+    EXPECT_EQ(tree.max_packet_bytes, 9018u);  // mtu 9000 + Ethernet and VLAN headers
     // Pre-order: root, inference, bulk, training, its 4 job leaves, other.
     ASSERT_EQ(tree.nodes.size(), 9u);
     EXPECT_EQ(tree.nodes[0].name, "root");
