@@ -68,7 +68,8 @@ void ReplayEngine::arrive(const PcapRecord& record, uint64_t arrival_ns) {
     s.l3_offset = r.l3_offset;
     s.ip_version = r.ip_version;
     report_.on_arrival(r.class_id, record.wire_length, arrival_ns, r.flow_hash, r.job_id);
-    if (r.malformed != classifier::MalformedReason::none) report_.on_malformed();
+    if (r.malformed != classifier::MalformedReason::none)
+        report_.on_malformed(classifier::to_string(r.malformed));
     if (r.drop) {
         report_.on_drop(r.class_id, "malformed", arrival_ns, r.flow_hash, r.job_id);
         free_slots_.push_back(slot_id);

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -41,7 +42,10 @@ public:
 
     void on_arrival(uint8_t class_id, uint32_t frame_bytes, uint64_t now_ns, uint32_t flow_hash,
                     uint32_t job_id);
-    void on_malformed() { ++malformed_; }
+    void on_malformed(std::string_view reason) {
+        ++malformed_;
+        ++malformed_by_reason_[std::string(reason)];
+    }
     // A drop of an arrived packet: refused at enqueue, discarded by AQM, or malformed.
     void on_drop(uint8_t class_id, const char* reason, uint64_t now_ns, uint32_t flow_hash,
                  uint32_t job_id);
@@ -74,6 +78,7 @@ private:
     uint64_t series_interval_ns_;
     std::vector<ClassStats> classes_;
     std::map<std::string, uint64_t> dropped_by_reason_;
+    std::map<std::string, uint64_t> malformed_by_reason_;
     uint64_t rx_packets_ = 0;
     uint64_t tx_packets_ = 0;
     uint64_t malformed_ = 0;

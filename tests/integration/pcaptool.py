@@ -9,6 +9,12 @@
       are ignored); otherwise prints the first difference and exits 1.
   pcaptool.py count A.pcap
       Prints the number of frames.
+  pcaptool.py to-us IN.pcap OUT.pcap
+      Rewrites a (nanosecond or microsecond) pcap with microsecond timestamps.
+  pcaptool.py malformed OUT.pcap [--count N] [--seed S]
+      Writes frames that are broken in many ways (truncated headers, bad IHL, IPv4 total
+      length beyond the frame, IPv6 extension loops, runt frames, VLAN tags without payload)
+      between valid ones.
 """
 import argparse
 import random
@@ -17,6 +23,57 @@ import sys
 
 PCAP_MAGIC_US = 0xA1B2C3D4
 PCAP_MAGIC_NS = 0xA1B23C4D
+
+
+def read_records(path):
+    """Returns [(timestamp_ns, wire_len, bytes)]."""
+    with open(path, "rb") as f:
+        header = f.read(24)
+        magic = struct.unpack("<I", header[:4])[0]
+        endian = "<" if magic in (PCAP_MAGIC_US, PCAP_MAGIC_NS) else ">"
+        magic = struct.unpack(endian + "I", header[:4])[0]
+        scale = 1 if magic == PCAP_MAGIC_NS else 1000
+        records = []
+        while True:
+            rec = f.read(16)
+            if len(rec) < 16:
+                return records
+            sec, frac, caplen, wire = struct.unpack(endian + "IIII", rec)
+            records.append((sec * 1_000_000_000 + frac * scale, wire, f.read(caplen)))
+
+
+def write_records(path, records):
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", PCAP_MAGIC_US, 2, 4, 0, 0, 65535, 1))
+        for t_ns, wire, data in records:
+            t_us = t_ns // 1000
+            f.write(struct.pack("<IIII", t_us // 1_000_000, t_us % 1_000_000, len(data), wire))
+            f.write(data)
+
+
+def malformed(args):
+    rng = random.Random(args.seed)
+    eth = bytes([0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1])
+    valid = make_frame(rng, 0, 1514)
+    broken = [
+        eth[:10],                                              # runt: not even an Ethernet header
+        eth + b"\x08\x00" + b"\x45\x00",                        # IPv4 header cut short
+        eth + b"\x08\x00" + b"\x4f" + bytes(19),                 # IHL 15 (60 bytes) beyond the frame
+        eth + b"\x08\x00" + b"\x43" + bytes(40),                 # IHL 3: below the minimum
+        eth + b"\x08\x00" + struct.pack("!BBH", 0x45, 0, 9000) + bytes(36),  # total length > frame
+        eth + b"\x81\x00" + b"\x00\x05",                        # VLAN tag, nothing after
+        eth + b"\x81\x00\x00\x05" * 9 + b"\x08\x00",             # too many stacked VLANs
+        eth + b"\x86\xdd" + b"\x60" + bytes(20),                 # IPv6 header cut short
+        eth + b"\x86\xdd" + b"\x60\x00\x00\x00\x00\x10\x00\x40" + bytes(32) + b"\x3b\x05",  # ext hdr beyond
+        eth + b"\x08\x00" + struct.pack("!BBHHHBBH", 0x45, 0, 28, 0, 0, 64, 6, 0) + bytes(8),  # TCP cut
+    ]
+    records = []
+    t = 1_000_000_000
+    for i in range(args.count):
+        frame = broken[i % len(broken)] if i % 2 else valid
+        records.append((t, len(frame), frame))
+        t += 1000
+    write_records(args.out, records)
 
 
 def read_frames(path):
@@ -114,7 +171,20 @@ def main():
     c.add_argument("b")
     n = sub.add_parser("count")
     n.add_argument("a")
+    u = sub.add_parser("to-us")
+    u.add_argument("a")
+    u.add_argument("out")
+    m = sub.add_parser("malformed")
+    m.add_argument("out")
+    m.add_argument("--count", type=int, default=200)
+    m.add_argument("--seed", type=int, default=3)
     args = p.parse_args()
+    if args.cmd == "to-us":
+        write_records(args.out, read_records(args.a))
+        return 0
+    if args.cmd == "malformed":
+        malformed(args)
+        return 0
     if args.cmd == "gen":
         gen(args)
         return 0
