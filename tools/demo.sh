@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# README command 1: set up, build, and run twinlane's main job on a built-in default,
-# with no NIC and no hugepages (DPDK virtual devices backed by pcap files).
+# README command 1: set up, build, and run twinlane's main job on a built-in default with no
+# NIC: generate a mixed AI workload (training offered at 110% of a 10G link, inference 5%,
+# other 2%), replay it in virtual time under twinlane, a FIFO and DPDK's rte_sched, print the
+# comparison and draw the plots.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,10 +12,24 @@ build=${BUILD_DIR:-build}
 ninja -C "$build" dataplane/twinlane >/dev/null
 
 out=${OUT_DIR:-out/demo}
+policy=${POLICY:-conf/default.yaml}
 mkdir -p "$out"
-python3 tests/integration/pcaptool.py gen "$out/in.pcap" --count 100000 --seed 1 --jumbo
-echo "demo: forwarding $out/in.pcap through twinlane (FIFO slice) into $out/out.pcap"
-"$build/dataplane/twinlane" --log-level warn run -- \
-    --no-huge --no-pci --no-shconf -m 512 -l 0 --log-level=error \
-    --vdev="net_pcap0,rx_pcap=$out/in.pcap" --vdev="net_pcap1,tx_pcap=$out/out.pcap"
-python3 tests/integration/pcaptool.py compare "$out/in.pcap" "$out/out.pcap"
+twinlane="$build/dataplane/twinlane"
+
+echo "== 1. generate: 50 ms of mixed AI traffic at 10 Gbit/s -> $out/mix.pcap"
+"$twinlane" gen -o "$out/mix.pcap" --link-rate 10G --duration 50ms \
+    --training-load 1.1 --inference-load 0.05 --other-load 0.02 --seed 1 | tail -5
+
+echo
+echo "== 2. replay through $policy under twinlane, FIFO and rte_sched (virtual time)"
+"$twinlane" --log-level warn replay -c "$policy" -i "$out/mix.pcap" --link-rate 10G \
+    --compare fifo,rte_sched -o "$out/out.pcap" --report "$out/report.json"
+
+echo
+echo "== 3. plots"
+# Debian's matplotlib is in /usr/bin/python3; another python3 may come first in PATH.
+plot_python=python3
+python3 -c 'import matplotlib' 2>/dev/null || plot_python=/usr/bin/python3
+"$plot_python" tools/plot_report.py "$out"/report.twinlane.json "$out"/report.fifo.json \
+    "$out"/report.rte_sched.json --out-dir "$out"
+echo "reports: $out/report.{twinlane,fifo,rte_sched}.json  departures: $out/out.*.pcap"
