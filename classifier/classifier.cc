@@ -269,10 +269,8 @@ void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* he
     // i - kEntryLead is classified. The flow table's two dependent cache misses then overlap
     // with other packets' work instead of stalling one packet at a time. Measured in
     // classifier_bench (BM_HitPath_Burst vs BM_HitPath_Single, 1M flows): see README.md.
-    constexpr uint32_t kSlotLead = 4;
-    constexpr uint32_t kEntryLead = 8;
-    constexpr uint32_t kRing = kEntryLead + 1;
-    Prepared prepared[kRing];  // packet i lives in prepared[i % kRing] until classified
+    constexpr uint32_t kRing = kPipelineDepth;
+    std::array<Prepared, kRing>& prepared = pipeline_;  // packet i lives in prepared[i % kRing]
     const bool cached = flows_.capacity() != 0;
     for (uint32_t i = 0; i < count + kEntryLead; ++i) {
         if (i < count) {
