@@ -185,6 +185,7 @@ int run(const ReplayArgs& args) {
             replay::ReplayOptions options;
             options.link_rate_bps = setup->link_rate_bps;
             options.ingress_port = setup->ingress_port;
+            options.keep_payload = writer != nullptr;
             replay::ReplayEngine engine(options, classifier, *discipline, *report, writer.get());
             engine.run(reader);
             if (writer) writer->close();

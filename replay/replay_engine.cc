@@ -38,16 +38,21 @@ bool ReplayEngine::ce_marked(const Slot& s) const {
 
 uint64_t ReplayEngine::run(PcapReader& input) {
     PcapRecord record;
-    uint64_t last_arrival = 0;
-    while (input.next(record)) {
-        // Captures are not always in time order (multi-queue capture): never go back in time.
-        const uint64_t arrival = std::max(record.timestamp_ns, last_arrival);
-        transmit_until(arrival);
-        arrive(record, arrival);
-        last_arrival = arrival;
-    }
+    while (input.next(record)) offer(record);
+    return finish();
+}
+
+void ReplayEngine::offer(const PcapRecord& record) {
+    // Captures are not always in time order (multi-queue capture): never go back in time.
+    const uint64_t arrival = std::max(record.timestamp_ns, last_arrival_ns_);
+    transmit_until(arrival);
+    arrive(record, arrival);
+    last_arrival_ns_ = arrival;
+}
+
+uint64_t ReplayEngine::finish() {
     if (options_.drain) transmit_until(UINT64_MAX);
-    const uint64_t end = std::max(link_free_ns_, last_arrival);
+    const uint64_t end = std::max(link_free_ns_, last_arrival_ns_);
     report_.on_finish(discipline_.queued_packets(), end);
     return end;
 }
@@ -55,13 +60,18 @@ uint64_t ReplayEngine::run(PcapReader& input) {
 void ReplayEngine::arrive(const PcapRecord& record, uint64_t arrival_ns) {
     const uint32_t slot_id = take_slot();
     Slot& s = slots_[slot_id];
-    s.bytes.assign(record.captured.begin(), record.captured.end());
+    const size_t keep = options_.keep_payload
+                            ? record.captured.size()
+                            : std::min<size_t>(record.captured.size(), kHeaderBytes);
+    s.bytes.assign(record.captured.begin(), record.captured.begin() + static_cast<long>(keep));
     s.arrival_ns = arrival_ns;
     s.wire_length = record.wire_length;
 
     const classifier::Result r =
         classifier_.classify(s.bytes.data(), static_cast<uint32_t>(s.bytes.size()),
-                             record.wire_length, options_.ingress_port, arrival_ns);
+                             std::max<uint32_t>(record.wire_length,
+                                                static_cast<uint32_t>(s.bytes.size())),
+                             options_.ingress_port, arrival_ns);
     s.class_id = r.class_id;
     s.flow_hash = r.flow_hash;
     s.job_id = r.job_id;

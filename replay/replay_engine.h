@@ -24,7 +24,12 @@ struct ReplayOptions {
     uint64_t link_rate_bps = 10'000'000'000ULL;
     uint16_t ingress_port = 0;  // the port the classifier sees for every input packet
     bool drain = true;          // after the last arrival, transmit what is still queued
+    // Without an output pcap only the headers are needed (classification, ECN marking):
+    // keeping just the first kHeaderBytes of each frame saves copying jumbo payloads.
+    bool keep_payload = true;
 };
+
+inline constexpr uint32_t kHeaderBytes = 256;
 
 class ReplayEngine {
 public:
@@ -33,6 +38,11 @@ public:
 
     // Replays every record of `input`; returns the virtual time at which the run ended.
     uint64_t run(PcapReader& input);
+
+    // The same in steps, for inputs that are not files: offer records in arrival order, then
+    // finish() once (drains if options.drain, closes the report, returns the end time).
+    void offer(const PcapRecord& record);
+    uint64_t finish();
 
 private:
     struct Slot {
@@ -65,6 +75,7 @@ private:
     std::vector<Slot> slots_;
     std::vector<uint32_t> free_slots_;
     std::vector<ReplayDrop> drops_;
+    uint64_t last_arrival_ns_ = 0;
 };
 
 }  // namespace twinlane::replay

@@ -28,11 +28,10 @@ public:
             drops.push_back({dropped[0].packet, sched::to_string(dropped[0].reason)});
     }
     bool dequeue(uint64_t now_ns, sched::Packet& out, std::vector<ReplayDrop>& drops) override {
-        std::array<sched::DroppedPacket, 64> dropped;
         const sched::DequeueResult r =
-            scheduler_->dequeue(&out, 1, now_ns, dropped.data(), dropped.size());
+            scheduler_->dequeue(&out, 1, now_ns, dropped_.data(), dropped_.size());
         for (uint32_t i = 0; i < r.dropped; ++i)
-            drops.push_back({dropped[i].packet, sched::to_string(dropped[i].reason)});
+            drops.push_back({dropped_[i].packet, sched::to_string(dropped_[i].reason)});
         return r.packets == 1;
     }
     uint64_t next_eligible_ns(uint64_t now_ns) override {
@@ -45,6 +44,8 @@ public:
 private:
     std::unique_ptr<sched::Scheduler> scheduler_;
     LeafOf leaf_of_;
+    // Room for CoDel drops of one dequeue; a member so it is not re-initialised per packet.
+    std::array<sched::DroppedPacket, 64> dropped_;
 };
 
 }  // namespace twinlane::replay
