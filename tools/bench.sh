@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every benchmark in full and prints their side-by-side tables:
+#   sched_bench        twinlane's scheduler vs DPDK rte_sched (ns/packet, ratio)
+#   classifier_bench   classification Mpps (flow-table hit path, rule miss path)
+#   classifier_acl_bench  twinlane's rule table vs DPDK rte_acl
+#   replay_bench       replay engine input packets/s (twinlane vs FIFO)
+#   tools/bench_dataplane.sh (if present)  forwarding Mpps vs dpdk-testpmd
+# The machine may be shared and noisy: compare ratios within one run, not absolute times.
+#   MIN_TIME=0.5 tools/bench.sh   seconds per benchmark case (default 0.3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh >/dev/null
+build=${BUILD_DIR:-build}
+[ -f "$build/build.ninja" ] || meson setup "$build" --buildtype=release >/dev/null
+ninja -C "$build" >/dev/null
+meson test -C "$build" --benchmark --no-rebuild --verbose \
+    --test-args="--benchmark_min_time=${MIN_TIME:-0.3}" 2>&1 | grep -vE '^(ninja|\[)'
+if [ -x tools/bench_dataplane.sh ]; then
+    tools/bench_dataplane.sh "$build"
+fi
