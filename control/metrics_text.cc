@@ -1,0 +1,256 @@
+#include "control/metrics_text.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sched/counters.h"
+
+namespace twinlane::control {
+namespace {
+
+using nlohmann::json;
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+std::string escape_label(std::string_view value) {
+    std::string out;
+    out.reserve(value.size());
+    for (char c : value) {
+        if (c == '\\') {
+            out += "\\\\";
+        } else if (c == '"') {
+            out += "\\\"";
+        } else if (c == '\n') {
+            out += "\\n";
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+// Integer nanoseconds as exact decimal seconds ("0.000000255", "549.755813887").
+std::string seconds_text(uint64_t ns) {
+    std::string text = std::to_string(ns / 1'000'000'000) + ".";
+    char fraction[16];
+    std::snprintf(fraction, sizeof fraction, "%09llu",
+                  static_cast<unsigned long long>(ns % 1'000'000'000));
+    text += fraction;
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+    return text;
+}
+
+std::string number_text(const json& value) {
+    if (value.is_number_unsigned()) return std::to_string(value.get<uint64_t>());
+    if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
+    if (value.is_number_float()) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.17g", value.get<double>());
+        return text;
+    }
+    if (value.is_boolean()) return value.get<bool>() ? "1" : "0";
+    return "NaN";
+}
+
+// Families in first-use order, samples grouped under their family's HELP/TYPE.
+class Exposition {
+public:
+    void sample(const std::string& family, const char* type, const char* help,
+                const std::string& name_suffix, const Labels& labels, const std::string& value) {
+        auto [it, inserted] = index_.emplace(family, families_.size());
+        if (inserted) families_.push_back({family, type, help, {}});
+        std::string line = family + name_suffix;
+        if (!labels.empty()) {
+            line += '{';
+            for (size_t i = 0; i < labels.size(); ++i) {
+                if (i) line += ',';
+                line += labels[i].first + "=\"" + escape_label(labels[i].second) + '"';
+            }
+            line += '}';
+        }
+        families_[it->second].samples.push_back(line + ' ' + value);
+    }
+    void counter(const std::string& name, const char* help, const Labels& labels,
+                 const json& value) {
+        sample(name, "counter", help, "", labels, number_text(value));
+    }
+    void gauge(const std::string& name, const char* help, const Labels& labels,
+               const json& value) {
+        sample(name, "gauge", help, "", labels, number_text(value));
+    }
+    std::string text() const {
+        std::string out;
+        for (const Family& family : families_) {
+            out += "# HELP " + family.name + ' ' + family.help + '\n';
+            out += "# TYPE " + family.name + ' ' + family.type + '\n';
+            for (const std::string& line : family.samples) out += line + '\n';
+        }
+        return out;
+    }
+
+private:
+    struct Family {
+        std::string name;
+        const char* type;
+        const char* help;
+        std::vector<std::string> samples;
+    };
+    std::map<std::string, size_t> index_;
+    std::vector<Family> families_;
+};
+
+const json& field(const json& object, const char* key) {
+    static const json kZero = 0;
+    const auto it = object.find(key);
+    return it == object.end() ? kZero : *it;
+}
+
+std::string text_of(const json& object, const char* key) {
+    const auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+void add_queue_counters(Exposition& out, const std::string& prefix, const Labels& labels,
+                        const json& counters) {
+    out.counter(prefix + "_packets_in_total", "Packets enqueued.", labels,
+                field(counters, "packets_in"));
+    out.counter(prefix + "_bytes_in_total", "Bytes enqueued.", labels,
+                field(counters, "bytes_in"));
+    out.counter(prefix + "_packets_out_total", "Packets dequeued (sent to the port).", labels,
+                field(counters, "packets_out"));
+    out.counter(prefix + "_bytes_out_total", "Bytes dequeued (sent to the port).", labels,
+                field(counters, "bytes_out"));
+    for (const char* kind : {"drops", "drop_bytes"}) {
+        const json& by_reason = field(counters, kind);
+        if (!by_reason.is_object()) continue;
+        for (const auto& [reason, value] : by_reason.items()) {
+            Labels with_reason = labels;
+            with_reason.emplace_back("reason", reason);
+            if (std::string_view(kind) == "drops") {
+                out.counter(prefix + "_drops_total", "Packets dropped, by reason.", with_reason,
+                            value);
+            } else {
+                out.counter(prefix + "_drop_bytes_total", "Bytes dropped, by reason.",
+                            with_reason, value);
+            }
+        }
+    }
+    for (const auto& [marker, key] : {std::pair{"red", "ecn_marked_red"},
+                                      std::pair{"codel", "ecn_marked_codel"}}) {
+        Labels with_marker = labels;
+        with_marker.emplace_back("marker", marker);
+        out.counter(prefix + "_ecn_marks_total",
+                    "Packets marked CE, by marker (red at enqueue, codel at dequeue).",
+                    with_marker, field(counters, key));
+    }
+    out.gauge(prefix + "_depth_packets", "Packets queued now.", labels,
+              field(counters, "depth_packets"));
+    out.gauge(prefix + "_depth_bytes", "Bytes queued now.", labels,
+              field(counters, "depth_bytes"));
+}
+
+void add_sojourn_histogram(Exposition& out, const Labels& labels, const json& counters) {
+    const std::string family = "twinlane_class_sojourn_seconds";
+    const char* help = "Time packets spent queued in the scheduler.";
+    const json& histogram = field(counters, "sojourn_log2_histogram");
+    uint64_t cumulative = 0;
+    if (histogram.is_array()) {
+        for (size_t i = 0; i < histogram.size() && i < 64; ++i) {
+            if (histogram[i].is_number_unsigned()) cumulative += histogram[i].get<uint64_t>();
+            Labels with_le = labels;
+            const uint64_t upper_ns = i == 0 ? 0 : (uint64_t{1} << i) - 1;
+            with_le.emplace_back("le", seconds_text(upper_ns));
+            out.sample(family, "histogram", help, "_bucket", with_le, std::to_string(cumulative));
+        }
+    }
+    Labels with_inf = labels;
+    with_inf.emplace_back("le", "+Inf");
+    out.sample(family, "histogram", help, "_bucket", with_inf, std::to_string(cumulative));
+    const json& sum_ns = field(counters, "sojourn_sum_ns");
+    out.sample(family, "histogram", help, "_sum", labels,
+               seconds_text(sum_ns.is_number_unsigned() ? sum_ns.get<uint64_t>() : 0));
+    out.sample(family, "histogram", help, "_count", labels, std::to_string(cumulative));
+}
+
+}  // namespace
+
+std::string prometheus_text(DaemonApi& api) {
+    Exposition out;
+    out.gauge("twinlane_up", "1 while the daemon answers.", {}, 1);
+    auto scrape_error = [&](const char* section, bool failed) {
+        out.gauge("twinlane_scrape_error", "1 when a section could not be read this scrape.",
+                  {{"section", section}}, failed ? 1 : 0);
+    };
+
+    const ApiResult status = api.status();
+    scrape_error("status", !status.ok());
+    if (status.ok()) {
+        const json& value = status.value();
+        const json& uptime = field(value, "uptime_ns");
+        out.gauge("twinlane_uptime_seconds", "Seconds since the daemon started.", {},
+                  json(uptime.is_number() ? uptime.get<double>() / 1e9 : 0.0));
+        out.gauge("twinlane_policy_epoch", "Version of the running policy (+1 per change).", {},
+                  field(value, "policy_epoch"));
+    }
+
+    const ApiResult ports = api.stats(StatsScope::ports);
+    scrape_error("ports", !ports.ok() || !ports.value().is_array());
+    if (ports.ok() && ports.value().is_array()) {
+        for (const json& port : ports.value()) {
+            const Labels labels{{"port", text_of(port, "name")}};
+            for (const char* direction : {"rx", "tx"}) {
+                const std::string d(direction);
+                out.counter("twinlane_port_" + d + "_packets_total", "Packets on the port.",
+                            labels, field(port, (d + "_packets").c_str()));
+                out.counter("twinlane_port_" + d + "_bytes_total", "Bytes on the port.", labels,
+                            field(port, (d + "_bytes").c_str()));
+                out.counter("twinlane_port_" + d + "_dropped_total",
+                            "Packets the NIC or driver dropped.", labels,
+                            field(port, (d + "_dropped").c_str()));
+                out.gauge("twinlane_port_" + d + "_bits_per_second", "Recent rate.", labels,
+                          field(port, (d + "_bits_per_sec").c_str()));
+            }
+        }
+    }
+
+    const ApiResult classes = api.stats(StatsScope::classes);
+    scrape_error("classes", !classes.ok() || !classes.value().is_array());
+    if (classes.ok() && classes.value().is_array()) {
+        for (const json& cls : classes.value()) {
+            const Labels labels{{"class", text_of(cls, "name")}};
+            out.counter("twinlane_class_classified_packets_total",
+                        "Packets the classifier put in this class.", labels,
+                        field(cls, "classified_packets"));
+            out.counter("twinlane_class_classified_bytes_total",
+                        "Bytes the classifier put in this class.", labels,
+                        field(cls, "classified_bytes"));
+            out.counter("twinlane_class_malformed_drops_total",
+                        "Malformed packets of this class dropped by policy.", labels,
+                        field(cls, "malformed_drops"));
+            const json& queue = field(cls, "queue");
+            if (queue.is_object()) {
+                add_queue_counters(out, "twinlane_class", labels, queue);
+                add_sojourn_histogram(out, labels, queue);
+            }
+        }
+    }
+
+    const ApiResult queues = api.stats(StatsScope::queues);
+    scrape_error("queues", !queues.ok() || !queues.value().is_array());
+    if (queues.ok() && queues.value().is_array()) {
+        for (const json& node : queues.value()) {
+            const Labels labels{{"port", text_of(node, "port")},
+                                {"node", text_of(node, "node")},
+                                {"kind", text_of(node, "kind")}};
+            const json& counters = field(node, "counters");
+            if (counters.is_object()) add_queue_counters(out, "twinlane_queue", labels, counters);
+        }
+    }
+    return out.text();
+}
+
+}  // namespace twinlane::control

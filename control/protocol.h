@@ -1,0 +1,59 @@
+// The control protocol: newline-delimited JSON over a Unix stream socket, one request per line,
+// one reply per request, in order (requests may be pipelined).
+//
+//   request  {"version": 1, "id": 7, "command": "stats", "args": {"scope": "classes"}}
+//   success  {"version": 1, "id": 7, "ok": true, "result": ...}
+//   failure  {"version": 1, "id": 7, "ok": false, "error": "...", "details": ["..."]}
+//
+// `id` is an integer chosen by the client and echoed back (null when the request had none or
+// could not be read). Commands and their args (all validated here; anything else is an error):
+//   status | stats {scope: ports|classes|queues} | flows {top: 1..10000} | rules.list |
+//   rules.add {rule: "YAML/JSON text"} | rules.delete {name} | class.set {class, key, value} |
+//   policy.load {path} | policy.show | log.get | log.set {level}
+// A line is at most kMaxRequestBytes (newline excluded). Pure functions, thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "control/daemon_api.h"
+
+namespace twinlane::control {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr size_t kMaxRequestBytes = 64 * 1024;
+inline constexpr size_t kMaxFlowsTop = 10'000;
+
+struct Request {
+    nlohmann::json id;  // integer or null
+    std::string command;
+    nlohmann::json args = nlohmann::json::object();
+};
+
+struct RequestError {
+    nlohmann::json id;  // echoed when it could be read, else null
+    std::string message;
+};
+
+// Reads one request line (without its newline).
+std::variant<Request, RequestError> parse_request(std::string_view line);
+
+// Validates `request.args` for its command and calls `api`. Unknown commands and bad args are
+// failures; the API's own failures pass through. Never throws.
+ApiResult dispatch(DaemonApi& api, const Request& request);
+// True for commands that change the daemon (logged as applied/rejected).
+bool is_change(std::string_view command);
+
+// One reply line, newline included.
+std::string format_reply(const nlohmann::json& id, const ApiResult& result);
+std::string format_error(const nlohmann::json& id, const std::string& message);
+
+// A request line, newline included (used by clients).
+std::string format_request(int64_t id, std::string_view command, const nlohmann::json& args);
+
+}  // namespace twinlane::control

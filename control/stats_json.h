@@ -1,0 +1,47 @@
+// The JSON shapes of DaemonApi's statistics (see control/daemon_api.h), built from the policy's
+// topology plus counters the caller supplies. The realtime daemon passes functions that read
+// its schedulers and classifiers; PolicyStore (offline) passes zeros. One shape, one place.
+//
+// Node counters are looked up by (egress tree index, node name): the names of
+// Policy::egress_trees[i] are those of CompiledPolicy::egress[i].tree, so a caller can use
+// sched::Scheduler::node_id(name) + node_counters(). Pure functions; thread-safety is that of
+// the supplied readers (called on the caller's thread, torn reads tolerated).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "classifier/classifier.h"
+#include "classifier/flow_table.h"
+#include "control/policy.h"
+#include "sched/counters.h"
+
+namespace twinlane::control {
+
+using NodeCountersReader =
+    std::function<sched::QueueCounters(size_t egress_index, const std::string& node_name)>;
+using ClassifiedCountersReader = std::function<classifier::ClassCounters(size_t class_index)>;
+
+// {"packets_in", "bytes_in", "packets_out", "bytes_out", "drops": {REASON: packets},
+//  "drop_bytes": {REASON: bytes}, "dropped_packets", "ecn_marked_red", "ecn_marked_codel",
+//  "depth_packets", "depth_bytes", "migrated_out_packets", "sojourn_last_ns",
+//  "sojourn_max_ns", "sojourn_sum_ns", "sojourn_log2_histogram": [40 counts]}
+// REASON is sched::to_string(DropReason); histogram bucket i counts sojourns in
+// [2^(i-1), 2^i) ns, bucket 0 counts 0 ns.
+nlohmann::json queue_counters_to_json(const sched::QueueCounters& counters);
+
+// stats(queues): every node of every egress tree, pre-order.
+nlohmann::json queue_stats_json(const Policy& policy, const NodeCountersReader& read_node);
+// stats(classes): per class, classifier counters plus its entry nodes' counters summed over
+// the egress ports.
+nlohmann::json class_stats_json(const Policy& policy, const NodeCountersReader& read_node,
+                                const ClassifiedCountersReader& read_classified);
+// flows_top(n): the `count` largest flows by bytes over the given tables.
+nlohmann::json flows_top_json(const Policy& policy,
+                              std::span<const classifier::FlowTable* const> tables, size_t count);
+
+}  // namespace twinlane::control
