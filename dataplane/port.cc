@@ -48,6 +48,11 @@ bool start_port(uint16_t port_id, const PortSettings& settings, rte_mempool* poo
 
     const uint16_t rxq = std::min<uint16_t>(settings.rx_queues, info.max_rx_queues);
     const uint16_t txq = std::min<uint16_t>(settings.tx_queues, info.max_tx_queues);
+    if (rxq > 1) {  // RSS spreads flows over the RX queues (and so over RX lcores)
+        conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+        conf.rx_adv_conf.rss_conf.rss_hf =
+            (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
+    }
     rc = rte_eth_dev_configure(port_id, rxq, txq, &conf);
     if (rc != 0) {
         error = describe(port_id, "configure", rc);

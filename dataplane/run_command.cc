@@ -14,6 +14,7 @@
 
 #include "dataplane/eal.h"
 #include "dataplane/fifo_forwarder.h"
+#include "dataplane/policy_run.h"
 #include "dataplane/port.h"
 #include "dataplane/stop_signal.h"
 
@@ -21,6 +22,12 @@ namespace twinlane::dataplane {
 namespace {
 
 struct RunArgs {
+    std::string policy_path;
+    std::string stop_mode = "drain";
+    uint32_t drain_timeout_ms = 100;
+    double duration_s = 0;
+    double stats_interval_s = 0;
+    uint32_t lane_ring_slots = 1024;
     std::string in_port;
     std::string out_port;
     uint32_t fifo_packets = 4096;
@@ -95,7 +102,25 @@ void print_counters(const RunArgs& args, const std::string& rx, const std::strin
     std::fflush(stdout);
 }
 
+int run_policy(const RunArgs& args) {
+    PolicyRunOptions options;
+    options.policy_path = args.policy_path;
+    options.eal_args = args.eal_args;
+    options.json = args.json;
+    options.stop_mode = args.stop_mode == "drop" ? StopMode::drop : StopMode::drain;
+    options.drain_timeout_ns = uint64_t{args.drain_timeout_ms} * 1'000'000ULL;
+    options.idle_exit_auto = args.idle_exit == "auto";
+    options.idle_exit_ns = args.idle_exit == "never" ? 0
+                           : options.idle_exit_auto  ? 200'000'000ULL
+                                                     : std::stoull(args.idle_exit) * 1'000'000ULL;
+    options.duration_ns = static_cast<uint64_t>(args.duration_s * 1e9);
+    options.stats_interval_ns = static_cast<uint64_t>(args.stats_interval_s * 1e9);
+    options.lane_ring_slots = args.lane_ring_slots;
+    return run_with_policy(options);
+}
+
 int run(const RunArgs& args) {
+    if (!args.policy_path.empty()) return run_policy(args);
     Eal eal(args.eal_args);
     if (!eal.ok()) {
         spdlog::error("{}", eal.error());
@@ -163,9 +188,29 @@ void add_run_command(CLI::App& app, int& exit_code) {
     CLI::App* cmd = app.add_subcommand(
         "run",
         "Forward packets between DPDK ports.\n"
-        "DPDK EAL arguments follow `--`, e.g.\n"
+        "With -c POLICY: the scheduled pipeline (ports, lanes, lcores from the policy).\n"
+        "Without: the FIFO slice between two ports. DPDK EAL arguments follow `--`, e.g.\n"
+        "  twinlane run -c conf/default.yaml -- --no-huge --no-pci -l 0-1\n"
         "  twinlane run -- --no-huge --no-pci --vdev=net_pcap0,rx_pcap=in.pcap "
         "--vdev=net_pcap1,tx_pcap=out.pcap");
+    cmd->add_option("-c,--policy", args->policy_path, "Policy file (see conf/README.md)")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--stop-mode", args->stop_mode,
+                    "On SIGINT/SIGTERM (-c): 'drain' queued packets (up to --drain-timeout) or "
+                    "'drop' them (counted)")
+        ->check(CLI::IsMember({"drain", "drop"}))
+        ->capture_default_str();
+    cmd->add_option("--drain-timeout", args->drain_timeout_ms, "Drain limit in ms (-c)")
+        ->capture_default_str();
+    cmd->add_option("--duration", args->duration_s, "Stop after this many seconds (-c; 0: never)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--stats-interval", args->stats_interval_s,
+                    "Log rx/tx rates every this many seconds (-c; 0: off)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--lane-ring-slots", args->lane_ring_slots,
+                    "Slots per (egress port, class) ring between RX and scheduler (-c)")
+        ->check(CLI::Range(64u, 1u << 20))
+        ->capture_default_str();
     cmd->add_option("--in", args->in_port, "Input port by DPDK device name (default: first port)");
     cmd->add_option("--out", args->out_port,
                     "Output port by DPDK device name (default: second port)");

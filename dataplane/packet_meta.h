@@ -1,0 +1,39 @@
+// Per-packet metadata carried in the mbuf between the RX and scheduler stages, in a
+// registered dynamic field (rte_mbuf_dynfield_register): written once by the classifier stage,
+// read by the scheduler stage of the egress port. 24 bytes, 8-byte aligned.
+//
+// register_packet_meta() runs once after EAL init (control path); packet_meta() is a pointer
+// addition on the hot path. Thread-safety: a packet's metadata belongs to the lcore that
+// holds the packet.
+#pragma once
+
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+
+#include <cstdint>
+#include <string>
+
+namespace twinlane::dataplane {
+
+struct PacketMeta {
+    uint64_t arrival_ns = 0;  // RX burst time (TscClock ns)
+    uint32_t job_id = 0;
+    uint32_t flow_hash = 0;
+    uint16_t l3_offset = 0;   // outer IP header offset in the frame
+    uint8_t class_id = 0;
+    uint8_t ip_version = 0;   // 4, 6, or 0 (not IP)
+    uint8_t ecn_capable = 0;  // 1: the scheduler may set CE at l3_offset
+    uint8_t reserved[3] = {};
+};
+static_assert(sizeof(PacketMeta) == 24);
+
+// Registers the dynfield (idempotent: the same name gives the same offset) and returns its
+// byte offset in the mbuf, or -1 with `error` filled.
+int register_packet_meta(std::string& error);
+
+// `offset` comes from register_packet_meta(); the stages keep it in their context.
+inline PacketMeta* packet_meta(rte_mbuf* m, int offset) {
+    return RTE_MBUF_DYNFIELD(m, offset, PacketMeta*);
+}
+
+}  // namespace twinlane::dataplane

@@ -1,0 +1,366 @@
+// The realtime packet path, top-down: rx_stage, then the scheduler stage (admit_lanes,
+// transmit), then the lcore loop and its shutdown. See pipeline.h for the contract.
+#include "dataplane/pipeline.h"
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+
+#include <algorithm>
+
+#include "classifier/dscp_rewrite.h"
+#include "dataplane/packet_meta.h"
+#include "dataplane/stop_signal.h"
+
+namespace twinlane::dataplane {
+namespace {
+
+// Per-class tallies kept on the stack during one burst and published once at its end.
+struct LaneTally {
+    std::array<uint64_t, kMaxLanes> packets{};
+    std::array<uint64_t, kMaxLanes> bytes{};
+    std::array<uint64_t, kMaxLanes> dropped{};
+    std::array<uint64_t, kMaxLanes> latency_sum_ns{};
+    std::array<uint64_t, kMaxLanes> latency_max_ns{};
+};
+
+constexpr uint32_t kMinIpHeaderBytes = 40;  // an IPv6 header; IPv4's is shorter
+
+// The IP header inside the first segment, writable (ECN marking, DSCP rewrite), or nullptr.
+uint8_t* l3_in_first_segment(rte_mbuf* m, uint16_t l3_offset) {
+    if (rte_pktmbuf_data_len(m) < uint32_t{l3_offset} + kMinIpHeaderBytes &&
+        rte_pktmbuf_data_len(m) != rte_pktmbuf_pkt_len(m))
+        return nullptr;
+    return rte_pktmbuf_mtod_offset(m, uint8_t*, l3_offset);
+}
+
+void count_drop(LcoreCounters& c, DropCause cause, uint64_t packets) {
+    c.drops[static_cast<uint32_t>(cause)].add(packets);
+}
+
+// ---- RX stage: receive, classify, write metadata, hand to the egress port's lanes ----------
+
+uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared,
+                  uint64_t now_ns) {
+    rte_mbuf* pkts[kBurst];
+    const uint16_t n = rte_eth_rx_burst(task.dpdk_port, task.queue, pkts, kBurst);
+    if (n == 0) return 0;
+
+    // The classifier reads headers from contiguous bytes: the first segment when it holds
+    // them, else a copy of the first kHeaderCopyBytes into a stack buffer.
+    const uint8_t* frames[kBurst];
+    uint32_t header_bytes[kBurst];
+    uint32_t wire_bytes[kBurst];
+    alignas(64) uint8_t linear[kBurst][kHeaderCopyBytes];
+    uint64_t rx_bytes = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+        rte_mbuf* m = pkts[i];
+        wire_bytes[i] = rte_pktmbuf_pkt_len(m);
+        rx_bytes += wire_bytes[i];
+        const uint32_t wanted = std::min(wire_bytes[i], kHeaderCopyBytes);
+        if (rte_pktmbuf_data_len(m) >= wanted) {
+            frames[i] = rte_pktmbuf_mtod(m, const uint8_t*);
+            header_bytes[i] = rte_pktmbuf_data_len(m);
+        } else {
+            frames[i] = static_cast<const uint8_t*>(rte_pktmbuf_read(m, 0, wanted, linear[i]));
+            header_bytes[i] = wanted;
+        }
+    }
+    classifier::Result results[kBurst];
+    ctx.classifier->classify_burst(frames, header_bytes, wire_bytes, n, task.dpdk_port, now_ns,
+                                   results);
+
+    rte_mbuf* lane_pkts[kMaxLanes][kBurst];
+    uint16_t lane_n[kMaxLanes] = {};
+    LaneTally tally;
+    uint64_t malformed = 0;
+    const uint32_t last_lane = shared.lane_count - 1;
+    for (uint16_t i = 0; i < n; ++i) {
+        rte_mbuf* m = pkts[i];
+        const classifier::Result& r = results[i];
+        const uint8_t lane = static_cast<uint8_t>(std::min<uint32_t>(r.class_id, last_lane));
+        tally.packets[lane] += 1;
+        tally.bytes[lane] += wire_bytes[i];
+        if (r.drop) {
+            rte_pktmbuf_free(m);
+            ++malformed;
+            ++tally.dropped[lane];
+            continue;
+        }
+        PacketMeta* meta = packet_meta(m, shared.meta_offset);
+        meta->arrival_ns = now_ns;
+        meta->job_id = r.job_id;
+        meta->flow_hash = r.flow_hash;
+        meta->l3_offset = r.l3_offset;
+        meta->class_id = lane;
+        meta->ip_version = r.ip_version;
+        meta->ecn_capable = r.ecn_capable ? 1 : 0;
+        if (r.remark_dscp != classifier::kNoRemark && r.ip_version != 0) {
+            if (uint8_t* l3 = l3_in_first_segment(m, r.l3_offset))
+                classifier::rewrite_dscp(l3, r.ip_version, r.remark_dscp);
+        }
+        lane_pkts[lane][lane_n[lane]++] = m;
+    }
+
+    LcoreCounters& c = *ctx.counters;
+    uint64_t ring_full = 0;
+    for (uint32_t lane = 0; lane < shared.lane_count; ++lane) {
+        if (lane_n[lane] == 0) continue;
+        const unsigned queued = rte_ring_enqueue_burst(
+            task.lanes[lane], reinterpret_cast<void* const*>(lane_pkts[lane]), lane_n[lane],
+            nullptr);
+        if (queued < lane_n[lane]) {
+            rte_pktmbuf_free_bulk(&lane_pkts[lane][queued], lane_n[lane] - queued);
+            ring_full += lane_n[lane] - queued;
+            tally.dropped[lane] += lane_n[lane] - queued;
+        }
+    }
+    for (uint32_t lane = 0; lane < shared.lane_count; ++lane) {
+        if (tally.packets[lane] == 0) continue;
+        c.lanes[lane].rx_packets.add(tally.packets[lane]);
+        c.lanes[lane].rx_bytes.add(tally.bytes[lane]);
+        if (tally.dropped[lane] != 0) c.lanes[lane].dropped.add(tally.dropped[lane]);
+    }
+    c.ports[task.policy_port].rx_packets.add(n);
+    c.ports[task.policy_port].rx_bytes.add(rx_bytes);
+    if (malformed != 0) count_drop(c, DropCause::malformed, malformed);
+    if (ring_full != 0) count_drop(c, DropCause::lane_ring_full, ring_full);
+    return n;
+}
+
+// ---- Scheduler stage -----------------------------------------------------------------------
+
+// Frees packets the scheduler handed back, by reason (`as_shutdown`: all count as shutdown).
+void free_drops(const sched::DroppedPacket* drops, uint32_t count, LcoreCounters& c,
+                bool as_shutdown = false) {
+    for (uint32_t i = 0; i < count; ++i) {
+        const sched::DroppedPacket& d = drops[i];
+        count_drop(c, as_shutdown ? DropCause::shutdown_scheduler : from_sched(d.reason), 1);
+        c.lanes[d.packet.user].dropped.add(1);
+        rte_pktmbuf_free(static_cast<rte_mbuf*>(d.packet.handle));
+    }
+}
+
+// Control changes, between bursts: one relaxed load when nothing is pending.
+void apply_pending_update(EgressTask& e) {
+    SchedulerUpdate* update = e.updates.take();
+    if (update == nullptr) return;
+    if (update->replacement) {
+        update->error = update->replacement->migrate_from(*e.scheduler);
+        if (!update->error) {
+            std::swap(e.scheduler, update->replacement);  // the old tree goes back to the poster
+            std::swap(e.mapping, update->mapping);
+        }
+    } else if (update->params) {
+        update->error = e.scheduler->apply(*update->params);
+    }
+    e.updates.complete(*update);
+}
+
+// Drains the lanes into the scheduler, highest-priority lane first, one burst per lane.
+uint32_t admit_lanes(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
+                     uint64_t now_ns) {
+    uint32_t admitted = 0;
+    for (const uint8_t lane : e.lane_order) {
+        rte_mbuf* m[kBurst];
+        const unsigned n = rte_ring_dequeue_burst(e.lanes[lane], reinterpret_cast<void**>(m),
+                                                  kBurst, nullptr);
+        if (n == 0) continue;
+        sched::Packet pkts[kBurst];
+        for (unsigned i = 0; i < n; ++i) {
+            const PacketMeta* meta = packet_meta(m[i], shared.meta_offset);
+            sched::Packet& p = pkts[i];
+            p.handle = m[i];
+            p.length_bytes = rte_pktmbuf_pkt_len(m[i]);
+            p.flow_hash = meta->flow_hash;
+            p.leaf = e.mapping.leaf_for(lane, meta->job_id);
+            p.user = lane;
+            p.l3 = meta->ecn_capable ? l3_in_first_segment(m[i], meta->l3_offset) : nullptr;
+            p.ip_version = p.l3 != nullptr ? meta->ip_version : 0;
+        }
+        sched::DroppedPacket drops[kBurst];
+        const uint32_t accepted = e.scheduler->enqueue(pkts, n, now_ns, drops);
+        free_drops(drops, n - accepted, c);
+        admitted += n;
+    }
+    return admitted;
+}
+
+// Offers `count` packets to the NIC; what it refuses is kept, in order, in e.held.
+uint16_t offer(EgressTask& e, rte_mbuf** pkts, uint16_t count, LcoreCounters& c,
+               const PipelineShared& shared, uint64_t now_ns) {
+    const uint16_t sent = rte_eth_tx_burst(e.dpdk_port, 0, pkts, count);
+    LaneTally tally;
+    uint64_t bytes = 0;
+    for (uint16_t i = 0; i < sent; ++i) {
+        const uint32_t len = rte_pktmbuf_pkt_len(pkts[i]);
+        const PacketMeta* meta = packet_meta(pkts[i], shared.meta_offset);
+        const uint64_t latency = now_ns - std::min(now_ns, meta->arrival_ns);
+        e.pacer.on_transmit(len);
+        bytes += len;
+        tally.packets[meta->class_id] += 1;
+        tally.bytes[meta->class_id] += len;
+        tally.latency_sum_ns[meta->class_id] += latency;
+        tally.latency_max_ns[meta->class_id] =
+            std::max(tally.latency_max_ns[meta->class_id], latency);
+    }
+    if (sent != 0) {
+        for (uint32_t lane = 0; lane < shared.lane_count; ++lane) {
+            if (tally.packets[lane] == 0) continue;
+            LaneCounters& l = c.lanes[lane];
+            l.tx_packets.add(tally.packets[lane]);
+            l.tx_bytes.add(tally.bytes[lane]);
+            l.latency_sum_ns.add(tally.latency_sum_ns[lane]);
+            l.latency_max_ns.raise_to(tally.latency_max_ns[lane]);
+        }
+        c.ports[e.policy_port].tx_packets.add(sent);
+        c.ports[e.policy_port].tx_bytes.add(bytes);
+    }
+    const uint16_t refused = count - sent;
+    if (refused != 0) {
+        c.ports[e.policy_port].tx_refused.add(refused);
+        // memmove semantics: `pkts` may be e.held itself.
+        std::copy(pkts + sent, pkts + count, e.held.begin());
+    }
+    e.held_count = refused;
+    return sent;
+}
+
+// Re-offers held packets first; then releases from the scheduler what the pacer allows (port
+// rate and NIC backlog budget) and hands it to the NIC.
+uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
+                  uint64_t now_ns) {
+    if (e.held_count != 0) {
+        const uint16_t sent = offer(e, e.held.data(), e.held_count, c, shared, now_ns);
+        if (e.held_count != 0) return sent;  // the NIC is still full: keep order, add nothing
+    }
+    uint64_t allowance = e.pacer.allowance_bytes(now_ns);
+    rte_mbuf* out[kBurst];
+    uint16_t n = 0;
+    while (allowance != 0 && n < kBurst) {
+        // Ask for no more than the allowance surely covers (at least one packet), so the
+        // budget is overshot by at most one frame, like a BQL limit.
+        const uint32_t want = std::clamp<uint64_t>(allowance / e.max_frame_bytes, 1, kBurst - n);
+        sched::Packet pkts[kBurst];
+        sched::DroppedPacket drops[kBurst];
+        const sched::DequeueResult r = e.scheduler->dequeue(pkts, want, now_ns, drops, kBurst);
+        free_drops(drops, r.dropped, c);
+        if (r.packets == 0) break;
+        for (uint32_t i = 0; i < r.packets; ++i) {
+            out[n++] = static_cast<rte_mbuf*>(pkts[i].handle);
+            const uint64_t wire = std::max<uint32_t>(pkts[i].length_bytes, 60) +
+                                  TxPacer::kFrameOverheadBytes;
+            allowance -= std::min(allowance, wire);
+        }
+    }
+    return n == 0 ? 0 : offer(e, out, n, c, shared, now_ns);
+}
+
+// ---- Shutdown ------------------------------------------------------------------------------
+
+bool egress_empty(const EgressTask& e) {
+    if (e.held_count != 0 || e.scheduler->queued_packets() != 0) return false;
+    for (rte_ring* ring : e.lanes)
+        if (rte_ring_count(ring) != 0) return false;
+    return true;
+}
+
+// Frees everything still inside the egress task, counting each packet by where it was.
+void discard_backlog(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
+                     uint64_t now_ns) {
+    for (uint32_t lane = 0; lane < e.lanes.size(); ++lane) {
+        rte_mbuf* m[kBurst];
+        unsigned n = 0;
+        while ((n = rte_ring_dequeue_burst(e.lanes[lane], reinterpret_cast<void**>(m), kBurst,
+                                           nullptr)) != 0) {
+            rte_pktmbuf_free_bulk(m, n);
+            count_drop(c, DropCause::shutdown_lane_ring, n);
+            c.lanes[lane].dropped.add(n);
+        }
+    }
+    // Shapers would hold packets back: advance the scheduler's clock to each next release.
+    while (e.scheduler->queued_packets() != 0) {
+        now_ns = std::max(now_ns, e.scheduler->next_eligible_ns(now_ns));
+        sched::Packet pkts[kBurst];
+        sched::DroppedPacket drops[kBurst];
+        const sched::DequeueResult r = e.scheduler->dequeue(pkts, kBurst, now_ns, drops, kBurst);
+        free_drops(drops, r.dropped, c, true);
+        for (uint32_t i = 0; i < r.packets; ++i) {
+            sched::DroppedPacket as_drop{pkts[i], sched::DropReason::queue_full_packets};
+            free_drops(&as_drop, 1, c, true);
+        }
+    }
+    for (uint16_t i = 0; i < e.held_count; ++i) {
+        c.lanes[packet_meta(e.held[i], shared.meta_offset)->class_id].dropped.add(1);
+        rte_pktmbuf_free(e.held[i]);
+    }
+    count_drop(c, DropCause::shutdown_nic_refused, e.held_count);
+    e.held_count = 0;
+}
+
+void shut_down(LcoreContext& ctx, PipelineShared& shared) {
+    // This lcore's RX stages have finished their last burst: nothing more enters its lanes.
+    if (!ctx.rx.empty()) shared.rx_lcores_running.fetch_sub(1, std::memory_order_release);
+    LcoreCounters& c = *ctx.counters;
+    const bool drain = shared.stop_mode == StopMode::drain;
+    const uint64_t deadline_tsc =
+        rte_rdtsc() + (drain ? shared.clock.tsc_for_ns(shared.drain_timeout_ns) : 0);
+    for (;;) {
+        const bool rx_done = shared.rx_lcores_running.load(std::memory_order_acquire) == 0;
+        const uint64_t tsc = rte_rdtsc();
+        bool empty = true;
+        for (EgressTask* e : ctx.egress) {
+            if (drain) {
+                admit_lanes(*e, c, shared, shared.clock.ns(tsc));
+                transmit(*e, c, shared, shared.clock.ns(tsc));
+            }
+            empty = empty && egress_empty(*e);
+        }
+        if (rx_done && (empty || tsc >= deadline_tsc)) break;
+    }
+    const uint64_t now_ns = shared.clock.ns(rte_rdtsc());
+    for (EgressTask* e : ctx.egress) discard_backlog(*e, c, shared, now_ns);
+}
+
+}  // namespace
+
+// ---- The lcore loop ------------------------------------------------------------------------
+
+void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
+    LcoreCounters& c = *ctx.counters;
+    StageCounters& stages = c.stages;
+    while (!stop_requested()) {
+        // One TSC read per stage: it is both the stage's clock and its cycle accounting.
+        const uint64_t rx_tsc = rte_rdtsc();
+        if (ClassifierUpdate* update = ctx.classifier_updates.take()) {
+            ctx.classifier->use_rules(*update->rules);
+            ctx.classifier_updates.complete(*update);
+        }
+        uint32_t received = 0;
+        for (RxTask& task : ctx.rx) received += rx_stage(ctx, task, shared, shared.clock.ns(rx_tsc));
+
+        const uint64_t admit_tsc = rte_rdtsc();
+        if (received != 0) {
+            stages.rx_classify_cycles.add(admit_tsc - rx_tsc);
+            stages.rx_classify_packets.add(received);
+        }
+        uint32_t admitted = 0;
+        for (EgressTask* e : ctx.egress) {
+            apply_pending_update(*e);
+            admitted += admit_lanes(*e, c, shared, shared.clock.ns(admit_tsc));
+        }
+        const uint64_t tx_tsc = rte_rdtsc();
+        if (admitted != 0) {
+            stages.sched_enqueue_cycles.add(tx_tsc - admit_tsc);
+            stages.sched_enqueue_packets.add(admitted);
+        }
+        uint32_t sent = 0;
+        for (EgressTask* e : ctx.egress) sent += transmit(*e, c, shared, shared.clock.ns(tx_tsc));
+        if (sent != 0) {
+            stages.sched_dequeue_tx_cycles.add(rte_rdtsc() - tx_tsc);
+            stages.sched_dequeue_tx_packets.add(sent);
+        }
+    }
+    shut_down(ctx, shared);
+}
+
+}  // namespace twinlane::dataplane

@@ -1,0 +1,105 @@
+// The realtime packet path: the per-lcore contexts and the loop every lcore runs.
+//
+//   rx_stage:   rte_eth_rx_burst → headers linearised if multi-segment → classify_burst →
+//               metadata into the mbuf dynfield → one rte_ring per (egress port, class) lane
+//   sched_stage: between-bursts updates → drain lanes, highest priority first →
+//               sched::Scheduler::enqueue → dequeue within the TX pacer's allowance (port
+//               rate, NIC backlog budget) → rte_eth_tx_burst; refused packets held, in order,
+//               and offered again before anything new
+//
+// One LcoreContext per lcore; it may hold RX tasks, egress tasks, or both (run-to-completion).
+// Each egress task (its scheduler, pacer and held packets) belongs to exactly one lcore.
+// Everything is allocated before launch; the loop allocates nothing, takes no lock, makes no
+// syscall and logs nothing. The stop flag (stop_signal.h) ends the run; then the lcore drains
+// (or drops, by option) and accounts for every packet still in its lanes, scheduler and hold.
+#pragma once
+
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "classifier/classifier.h"
+#include "control/compile.h"
+#include "dataplane/pipeline_counters.h"
+#include "dataplane/tsc_clock.h"
+#include "dataplane/tx_pacer.h"
+#include "dataplane/update_mailbox.h"
+#include "sched/scheduler.h"
+
+namespace twinlane::dataplane {
+
+inline constexpr uint16_t kBurst = 32;
+// Headers the classifier may read: enough for VLAN + IPv6 + extension headers + L4 + VXLAN.
+inline constexpr uint32_t kHeaderCopyBytes = 256;
+
+// A change to an egress port's scheduling, applied by its scheduler lcore between bursts.
+// Either `replacement` (a freshly built tree: queued packets migrate into it; on success the
+// old tree and mapping come back in these fields for the poster to free) or `params` (same
+// topology: Scheduler::apply). `error` holds the outcome.
+struct SchedulerUpdate {
+    std::unique_ptr<sched::Scheduler> replacement;
+    control::CompiledEgress mapping;  // with `replacement`: its class -> leaf map
+    std::optional<sched::TreeSpec> params;
+    std::optional<sched::ValidationError> error;
+    std::atomic<bool> completed{false};
+};
+
+// A classifier rule-table swap for one RX lcore (the table outlives the swap; see use_rules).
+struct ClassifierUpdate {
+    const classifier::CompiledRuleTable* rules = nullptr;
+    std::atomic<bool> completed{false};
+};
+
+struct RxTask {
+    uint16_t dpdk_port = 0;
+    uint16_t queue = 0;
+    uint16_t policy_port = 0;          // index for counters
+    std::vector<rte_ring*> lanes;      // the egress port's lanes, by class id
+};
+
+struct EgressTask {
+    uint16_t dpdk_port = 0;
+    uint16_t policy_port = 0;
+    std::vector<rte_ring*> lanes;      // by class id (the lane ring owner frees them)
+    std::vector<uint8_t> lane_order;   // class ids, highest scheduling priority first
+    std::unique_ptr<sched::Scheduler> scheduler;
+    control::CompiledEgress mapping;   // class/job -> leaf
+    TxPacer pacer{1, 1};
+    uint32_t max_frame_bytes = 1518;
+    std::array<rte_mbuf*, kBurst> held{};  // refused by the NIC, oldest first
+    uint16_t held_count = 0;
+    UpdateMailbox<SchedulerUpdate> updates;
+};
+
+struct LcoreContext {
+    uint32_t lcore = 0;
+    std::vector<RxTask> rx;
+    std::vector<EgressTask*> egress;
+    std::unique_ptr<classifier::Classifier> classifier;  // set iff rx is non-empty
+    UpdateMailbox<ClassifierUpdate> classifier_updates;
+    std::unique_ptr<LcoreCounters> counters = std::make_unique<LcoreCounters>();
+};
+
+enum class StopMode { drain, drop };
+
+// Read-only for lcores while they run, except the RX-lcore countdown.
+struct PipelineShared {
+    TscClock clock{0, 1'000'000'000};
+    int meta_offset = -1;
+    uint32_t lane_count = 1;
+    StopMode stop_mode = StopMode::drain;
+    uint64_t drain_timeout_ns = 100'000'000;
+    // Lcores with RX tasks that have not yet finished their last burst after the stop request;
+    // egress tasks stop draining lanes only when it is 0 (nothing can arrive any more).
+    std::atomic<uint32_t> rx_lcores_running{0};
+};
+
+// The lcore body: runs until stop_requested(), then drains/drops its egress tasks.
+void run_lcore(LcoreContext& context, PipelineShared& shared);
+
+}  // namespace twinlane::dataplane

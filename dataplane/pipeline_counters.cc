@@ -1,0 +1,99 @@
+#include "dataplane/pipeline_counters.h"
+
+#include <algorithm>
+
+namespace twinlane::dataplane {
+
+const char* to_string(DropCause cause) {
+    switch (cause) {
+        case DropCause::malformed: return "malformed";
+        case DropCause::lane_ring_full: return "lane_ring_full";
+        case DropCause::sched_queue_full_packets: return "sched_queue_full_packets";
+        case DropCause::sched_queue_full_bytes: return "sched_queue_full_bytes";
+        case DropCause::sched_pool_exhausted: return "sched_pool_exhausted";
+        case DropCause::sched_red_early: return "sched_red_early";
+        case DropCause::sched_codel: return "sched_codel";
+        case DropCause::sched_unknown_leaf: return "sched_unknown_leaf";
+        case DropCause::sched_oversize: return "sched_oversize";
+        case DropCause::shutdown_lane_ring: return "shutdown_lane_ring";
+        case DropCause::shutdown_scheduler: return "shutdown_scheduler";
+        case DropCause::shutdown_nic_refused: return "shutdown_nic_refused";
+    }
+    return "unknown";
+}
+
+DropCause from_sched(sched::DropReason reason) {
+    switch (reason) {
+        case sched::DropReason::queue_full_packets: return DropCause::sched_queue_full_packets;
+        case sched::DropReason::queue_full_bytes: return DropCause::sched_queue_full_bytes;
+        case sched::DropReason::pool_exhausted: return DropCause::sched_pool_exhausted;
+        case sched::DropReason::red_early: return DropCause::sched_red_early;
+        case sched::DropReason::codel: return DropCause::sched_codel;
+        case sched::DropReason::unknown_leaf: return DropCause::sched_unknown_leaf;
+        case sched::DropReason::oversize: return DropCause::sched_oversize;
+    }
+    return DropCause::sched_unknown_leaf;
+}
+
+namespace {
+template <typename F>
+uint64_t sum(const std::vector<CounterSnapshot::Port>& ports, F field) {
+    uint64_t total = 0;
+    for (const auto& p : ports) total += field(p);
+    return total;
+}
+}  // namespace
+
+uint64_t CounterSnapshot::rx_packets() const {
+    return sum(ports, [](const Port& p) { return p.rx_packets; });
+}
+uint64_t CounterSnapshot::rx_bytes() const {
+    return sum(ports, [](const Port& p) { return p.rx_bytes; });
+}
+uint64_t CounterSnapshot::tx_packets() const {
+    return sum(ports, [](const Port& p) { return p.tx_packets; });
+}
+uint64_t CounterSnapshot::tx_bytes() const {
+    return sum(ports, [](const Port& p) { return p.tx_bytes; });
+}
+uint64_t CounterSnapshot::dropped() const {
+    uint64_t total = 0;
+    for (uint64_t d : drops) total += d;
+    return total;
+}
+
+CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32_t port_count,
+                         uint32_t lane_count) {
+    CounterSnapshot s;
+    s.ports.resize(port_count);
+    s.lanes.resize(lane_count);
+    for (const LcoreCounters* c : lcores) {
+        for (uint32_t p = 0; p < port_count; ++p) {
+            s.ports[p].rx_packets += c->ports[p].rx_packets.read();
+            s.ports[p].rx_bytes += c->ports[p].rx_bytes.read();
+            s.ports[p].tx_packets += c->ports[p].tx_packets.read();
+            s.ports[p].tx_bytes += c->ports[p].tx_bytes.read();
+            s.ports[p].tx_refused += c->ports[p].tx_refused.read();
+        }
+        for (uint32_t l = 0; l < lane_count; ++l) {
+            const LaneCounters& in = c->lanes[l];
+            CounterSnapshot::Lane& out = s.lanes[l];
+            out.rx_packets += in.rx_packets.read();
+            out.rx_bytes += in.rx_bytes.read();
+            out.tx_packets += in.tx_packets.read();
+            out.tx_bytes += in.tx_bytes.read();
+            out.dropped += in.dropped.read();
+            out.latency_sum_ns += in.latency_sum_ns.read();
+            out.latency_max_ns = std::max(out.latency_max_ns, in.latency_max_ns.read());
+        }
+        for (uint32_t d = 0; d < kDropCauseCount; ++d) s.drops[d] += c->drops[d].read();
+        const StageCounters& st = c->stages;
+        const RelaxedCounter* fields[] = {&st.rx_classify_cycles,     &st.rx_classify_packets,
+                                          &st.sched_enqueue_cycles,   &st.sched_enqueue_packets,
+                                          &st.sched_dequeue_tx_cycles, &st.sched_dequeue_tx_packets};
+        for (size_t i = 0; i < s.stages.size(); ++i) s.stages[i] += fields[i]->read();
+    }
+    return s;
+}
+
+}  // namespace twinlane::dataplane

@@ -1,0 +1,109 @@
+// Counters of the realtime pipeline, and the reasons it drops packets.
+//
+// Each lcore owns one LcoreCounters block and is its only writer; it publishes once per burst
+// (a relaxed load + store per counter: on x86 a plain mov, no locked instruction). Any other
+// thread (the monitor, a control server) may read them at any time with relaxed loads: each
+// 64-bit value is read whole, and a snapshot across counters is consistent only once the
+// pipeline has stopped. Totals are sums over lcores (snapshot()).
+//
+// Conservation, checked at exit: rx = tx + sum(drops) + queued, where queued is what is still
+// in lane rings, schedulers and NIC-refused holds (0 after a completed shutdown).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "sched/counters.h"
+
+namespace twinlane::dataplane {
+
+inline constexpr uint32_t kMaxPolicyPorts = 32;
+inline constexpr uint32_t kMaxLanes = 16;  // the policy allows at most 16 classes
+
+enum class DropCause : uint8_t {
+    malformed,        // classifier verdict `drop` (malformed packet, policy says drop)
+    lane_ring_full,   // the (egress, class) ring between RX and scheduler lcore was full
+    sched_queue_full_packets,
+    sched_queue_full_bytes,
+    sched_pool_exhausted,
+    sched_red_early,
+    sched_codel,
+    sched_unknown_leaf,
+    sched_oversize,
+    shutdown_lane_ring,   // still in a lane ring when the pipeline stopped
+    shutdown_scheduler,   // still queued in a scheduler when the pipeline stopped
+    shutdown_nic_refused, // refused by the NIC and still held when the pipeline stopped
+};
+inline constexpr uint32_t kDropCauseCount = 12;
+const char* to_string(DropCause cause);
+DropCause from_sched(sched::DropReason reason);
+
+// A 64-bit counter with one writer and any number of concurrent readers.
+class RelaxedCounter {
+public:
+    void add(uint64_t n) { value_.store(value_.load(std::memory_order_relaxed) + n,
+                                        std::memory_order_relaxed); }
+    void raise_to(uint64_t n) {
+        if (n > value_.load(std::memory_order_relaxed)) value_.store(n, std::memory_order_relaxed);
+    }
+    uint64_t read() const { return value_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<uint64_t> value_{0};
+};
+
+struct PortCounters {
+    RelaxedCounter rx_packets, rx_bytes;
+    RelaxedCounter tx_packets, tx_bytes;
+    RelaxedCounter tx_refused;  // offers the NIC refused (each re-offer that fails counts)
+};
+
+struct LaneCounters {  // per class
+    RelaxedCounter rx_packets, rx_bytes;
+    RelaxedCounter tx_packets, tx_bytes;
+    RelaxedCounter dropped;
+    RelaxedCounter latency_sum_ns;  // RX burst -> accepted by tx_burst
+    RelaxedCounter latency_max_ns;
+};
+
+// TSC cycles spent in each stage, and the packets they handled (cycles per packet = ratio).
+struct StageCounters {
+    RelaxedCounter rx_classify_cycles, rx_classify_packets;
+    RelaxedCounter sched_enqueue_cycles, sched_enqueue_packets;
+    RelaxedCounter sched_dequeue_tx_cycles, sched_dequeue_tx_packets;
+};
+
+struct alignas(64) LcoreCounters {
+    std::array<PortCounters, kMaxPolicyPorts> ports;
+    std::array<LaneCounters, kMaxLanes> lanes;
+    std::array<RelaxedCounter, kDropCauseCount> drops;
+    StageCounters stages;
+};
+
+// Plain totals read from a set of LcoreCounters.
+struct CounterSnapshot {
+    struct Port {
+        uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, tx_refused = 0;
+    };
+    struct Lane {
+        uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, dropped = 0;
+        uint64_t latency_sum_ns = 0, latency_max_ns = 0;
+    };
+    std::vector<Port> ports;
+    std::vector<Lane> lanes;
+    std::array<uint64_t, kDropCauseCount> drops{};
+    std::array<uint64_t, 6> stages{};  // StageCounters in declaration order
+
+    uint64_t rx_packets() const;
+    uint64_t rx_bytes() const;
+    uint64_t tx_packets() const;
+    uint64_t tx_bytes() const;
+    uint64_t dropped() const;
+};
+
+CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32_t port_count,
+                         uint32_t lane_count);
+
+}  // namespace twinlane::dataplane

@@ -1,0 +1,36 @@
+// `twinlane run -c POLICY`: brings up the realtime pipeline described by a policy file.
+//
+// Control path, in order: load + validate the policy → EAL (the policy's devices added as
+// --vdev / -a arguments) → mbuf dynfield → resolve ports by device name → compile the policy
+// with their DPDK port ids → one mempool per NUMA socket (sum of the ports' `mempool`) →
+// start ports → lane rings per (egress port, class) → schedulers, pacers, classifiers →
+// lcore roles (lcore_plan.h) → launch; a monitor thread polls link status, prints periodic
+// stats and detects end of input → stop → report, accounting and mbuf-leak checks.
+// Exit codes: 0 ok, 1 accounting mismatch or mbuf leak, 2 setup error (message names the port
+// or policy field and the reason).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dataplane/pipeline.h"
+
+namespace twinlane::dataplane {
+
+struct PolicyRunOptions {
+    std::string policy_path;
+    std::vector<std::string> eal_args;
+    bool json = false;
+    StopMode stop_mode = StopMode::drain;
+    uint64_t drain_timeout_ns = 100'000'000;
+    uint64_t idle_exit_ns = 0;      // 0: never; set by the caller ("auto": 200 ms for pcap input)
+    bool idle_exit_auto = true;     // idle_exit_ns applies only if every input is net_pcap
+    uint64_t duration_ns = 0;       // 0: until signalled / idle
+    uint64_t stats_interval_ns = 0; // 0: no periodic stats
+    uint32_t lane_ring_slots = 1024;
+};
+
+int run_with_policy(const PolicyRunOptions& options);
+
+}  // namespace twinlane::dataplane

@@ -1,0 +1,113 @@
+#include "dataplane/run_report.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace twinlane::dataplane {
+namespace {
+
+double per_packet(uint64_t cycles, uint64_t packets) {
+    return packets == 0 ? 0.0 : static_cast<double>(cycles) / static_cast<double>(packets);
+}
+
+nlohmann::json to_json(const RunReport& r) {
+    const CounterSnapshot& c = r.counters;
+    nlohmann::json drops = nlohmann::json::object();
+    for (uint32_t d = 0; d < kDropCauseCount; ++d)
+        drops[to_string(static_cast<DropCause>(d))] = c.drops[d];
+    nlohmann::json ports = nlohmann::json::array();
+    for (size_t p = 0; p < c.ports.size(); ++p) {
+        const auto& s = c.ports[p];
+        ports.push_back({{"name", r.port_names[p]},
+                         {"device", r.port_devices[p]},
+                         {"rx_packets", s.rx_packets},
+                         {"rx_bytes", s.rx_bytes},
+                         {"tx_packets", s.tx_packets},
+                         {"tx_bytes", s.tx_bytes},
+                         {"tx_refused", s.tx_refused}});
+    }
+    nlohmann::json classes = nlohmann::json::array();
+    for (size_t l = 0; l < c.lanes.size(); ++l) {
+        const auto& s = c.lanes[l];
+        classes.push_back({{"name", r.class_names[l]},
+                           {"rx_packets", s.rx_packets},
+                           {"rx_bytes", s.rx_bytes},
+                           {"tx_packets", s.tx_packets},
+                           {"tx_bytes", s.tx_bytes},
+                           {"dropped", s.dropped},
+                           {"latency_mean_ns", s.tx_packets ? s.latency_sum_ns / s.tx_packets : 0},
+                           {"latency_max_ns", s.latency_max_ns}});
+    }
+    const auto& st = c.stages;
+    return {{"mode", "policy"},
+            {"elapsed_s", r.elapsed_s},
+            {"rx_packets", c.rx_packets()},
+            {"rx_bytes", c.rx_bytes()},
+            {"tx_packets", c.tx_packets()},
+            {"tx_bytes", c.tx_bytes()},
+            {"dropped", drops},
+            {"queued", r.queued},
+            {"ports", ports},
+            {"classes", classes},
+            {"lcores", r.lcore_roles},
+            {"cycles_per_packet",
+             {{"rx_classify", per_packet(st[0], st[1])},
+              {"sched_enqueue", per_packet(st[2], st[3])},
+              {"sched_dequeue_tx", per_packet(st[4], st[5])}}},
+            {"tsc_hz", r.tsc_hz},
+            {"mbufs", {{"in_use_start", r.mbufs_in_use_start}, {"in_use_end", r.mbufs_in_use_end}}}};
+}
+
+void row(const char* label, uint64_t packets, uint64_t bytes) {
+    std::printf("  %-28s %14llu packets %16llu bytes\n", label,
+                static_cast<unsigned long long>(packets), static_cast<unsigned long long>(bytes));
+}
+
+}  // namespace
+
+void print_report(const RunReport& r, bool json) {
+    if (json) {
+        std::printf("%s\n", to_json(r).dump().c_str());
+        std::fflush(stdout);
+        return;
+    }
+    const CounterSnapshot& c = r.counters;
+    std::printf("twinlane run: %.3f s\n", r.elapsed_s);
+    row("received", c.rx_packets(), c.rx_bytes());
+    row("transmitted", c.tx_packets(), c.tx_bytes());
+    for (uint32_t d = 0; d < kDropCauseCount; ++d) {
+        if (c.drops[d] == 0) continue;
+        const std::string label = std::string("dropped: ") + to_string(static_cast<DropCause>(d));
+        std::printf("  %-28s %14llu packets\n", label.c_str(),
+                    static_cast<unsigned long long>(c.drops[d]));
+    }
+    std::printf("  %-28s %14llu packets\n", "still queued", static_cast<unsigned long long>(r.queued));
+    std::printf("\n  %-12s %-28s %12s %12s %10s\n", "port", "device", "rx", "tx", "refused");
+    for (size_t p = 0; p < c.ports.size(); ++p) {
+        std::printf("  %-12s %-28.28s %12llu %12llu %10llu\n", r.port_names[p].c_str(),
+                    r.port_devices[p].c_str(), static_cast<unsigned long long>(c.ports[p].rx_packets),
+                    static_cast<unsigned long long>(c.ports[p].tx_packets),
+                    static_cast<unsigned long long>(c.ports[p].tx_refused));
+    }
+    std::printf("\n  %-12s %12s %12s %10s %14s %14s\n", "class", "rx", "tx", "dropped",
+                "latency mean", "latency max");
+    for (size_t l = 0; l < c.lanes.size(); ++l) {
+        const auto& s = c.lanes[l];
+        std::printf("  %-12s %12llu %12llu %10llu %11.1f us %11.1f us\n", r.class_names[l].c_str(),
+                    static_cast<unsigned long long>(s.rx_packets),
+                    static_cast<unsigned long long>(s.tx_packets),
+                    static_cast<unsigned long long>(s.dropped),
+                    s.tx_packets ? static_cast<double>(s.latency_sum_ns) / s.tx_packets / 1e3 : 0.0,
+                    static_cast<double>(s.latency_max_ns) / 1e3);
+    }
+    const auto& st = c.stages;
+    std::printf("\n  cycles/packet: rx+classify %.1f, sched enqueue %.1f, dequeue+tx %.1f\n",
+                per_packet(st[0], st[1]), per_packet(st[2], st[3]), per_packet(st[4], st[5]));
+    for (const std::string& role : r.lcore_roles) std::printf("  %s\n", role.c_str());
+    std::printf("  mbufs in use: %llu at start, %llu at end\n",
+                static_cast<unsigned long long>(r.mbufs_in_use_start),
+                static_cast<unsigned long long>(r.mbufs_in_use_end));
+    std::fflush(stdout);
+}
+
+}  // namespace twinlane::dataplane

@@ -1,0 +1,29 @@
+// Final statistics of a policy run: a human table or one JSON object with totals, drops by
+// cause, per-port and per-class counters, lcore roles, cycles per packet per stage, and the
+// mbuf pools' in-use counts at start and end. Control path; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dataplane/pipeline_counters.h"
+
+namespace twinlane::dataplane {
+
+struct RunReport {
+    std::vector<std::string> port_names;   // policy names, by policy port index
+    std::vector<std::string> port_devices;
+    std::vector<std::string> class_names;  // by class id
+    std::vector<std::string> lcore_roles;  // e.g. "lcore 1: rx west/0; sched east"
+    CounterSnapshot counters;
+    uint64_t queued = 0;  // still inside the pipeline after shutdown (0 when it completed)
+    double elapsed_s = 0;
+    uint64_t tsc_hz = 1;
+    uint64_t mbufs_in_use_start = 0;
+    uint64_t mbufs_in_use_end = 0;
+};
+
+void print_report(const RunReport& report, bool json);
+
+}  // namespace twinlane::dataplane
