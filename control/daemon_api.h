@@ -32,7 +32,8 @@
 //                     "job", "packets", "bytes", "last_seen_ns"}]  by bytes, largest first
 //   rules_list():   [RULE] in the policy file's schema (control/policy_document.h)
 //   rules_add/rules_delete/class_set/policy_load: {"policy_epoch": N, "policy_source": ...}
-//   policy_show(): the policy document as JSON (the caller renders YAML if asked)
+//   policy_show(): {"policy_source", "policy_epoch", "document": the policy document as JSON}
+//                  (control/policy_document.h; twinlanectl renders it as YAML)
 //   log_level()/set_log_level(): {"log_level": "info"}
 #pragma once
 
