@@ -38,13 +38,13 @@ void add_scalar(rte_tel_data* dict, const std::string& name, const json& value) 
     }
 }
 
-// One dict of scalars; nested objects are flattened one level ("queue.packets_in").
+// One dict of scalars; nested objects are flattened one level ("queue_packets_in": DPDK names allow no dots).
 void fill_flat_dict(rte_tel_data* dict, const json& object) {
     for (const auto& [key, value] : object.items()) {
         if (value.is_object()) {
             for (const auto& [inner_key, inner] : value.items()) {
                 if (!inner.is_object() && !inner.is_array()) {
-                    add_scalar(dict, key + "." + inner_key, inner);
+                    add_scalar(dict, key + "_" + inner_key, inner);
                 }
             }
         } else if (!value.is_array()) {
