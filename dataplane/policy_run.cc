@@ -1,6 +1,7 @@
 #include "dataplane/policy_run.h"
 
 #include <rte_cycles.h>
+#include <rte_dev.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -43,24 +44,39 @@ std::string ethdev_name(const std::string& device) {
     return device.substr(0, device.find(','));
 }
 
-// EAL arguments: the user's, plus each policy device the user did not already name.
+// EAL arguments: the user's, plus `-a` for each policy PCI device the user did not name
+// (virtual devices are probed after EAL init, so that a failure can name the policy port).
 std::vector<std::string> eal_arguments(const control::Policy& policy,
                                        const std::vector<std::string>& user) {
     std::vector<std::string> args = user;
     for (const control::PortPolicy& port : policy.ports) {
-        const std::string name = ethdev_name(port.device);
+        if (!is_pci_address(port.device)) continue;
         const bool given = std::any_of(user.begin(), user.end(), [&](const std::string& a) {
-            return a.find(name) != std::string::npos;
+            return a.find(port.device) != std::string::npos;
         });
         if (given) continue;
-        if (is_pci_address(port.device)) {
-            args.push_back("-a");
-            args.push_back(port.device);
-        } else {
-            args.push_back("--vdev=" + port.device);
-        }
+        args.push_back("-a");
+        args.push_back(port.device);
     }
     return args;
+}
+
+// The DPDK port of a policy port: already probed (PCI, or a --vdev the user passed), else
+// hot-plugged from the policy's vdev string.
+bool resolve_port(const control::PortPolicy& port, uint16_t& id, std::string& error) {
+    const std::string name = ethdev_name(port.device);
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &id) == 0) return true;
+    if (!is_pci_address(port.device)) {
+        const int rc = rte_dev_probe(port.device.c_str());
+        if (rc != 0) {
+            error = "port '" + port.name + "': cannot probe device '" + port.device +
+                    "': " + rte_strerror(-rc);
+            return false;
+        }
+    }
+    if (find_port(name, id, error)) return true;
+    error = "port '" + port.name + "': " + error;
+    return false;
 }
 
 struct RingDeleter {
@@ -379,8 +395,8 @@ int run_with_policy(const PolicyRunOptions& options) {
     }
     for (const control::PortPolicy& port : p.policy->ports) {
         uint16_t id = 0;
-        if (!find_port(ethdev_name(port.device), id, error)) {
-            spdlog::error("port '{}': {}", port.name, error);
+        if (!resolve_port(port, id, error)) {
+            spdlog::error("{}", error);
             return 2;
         }
         p.dpdk_ports.push_back(id);

@@ -1,7 +1,7 @@
 // `twinlane run -c POLICY`: brings up the realtime pipeline described by a policy file.
 //
-// Control path, in order: load + validate the policy → EAL (the policy's devices added as
-// --vdev / -a arguments) → mbuf dynfield → resolve ports by device name → compile the policy
+// Control path, in order: load + validate the policy → EAL (policy PCI devices added as -a) →
+// mbuf dynfield → resolve ports by device name (vdevs hot-plugged with rte_dev_probe) → compile the policy
 // with their DPDK port ids → one mempool per NUMA socket (sum of the ports' `mempool`) →
 // start ports → lane rings per (egress port, class) → schedulers, pacers, classifiers →
 // lcore roles (lcore_plan.h) → launch; a monitor thread polls link status, prints periodic
