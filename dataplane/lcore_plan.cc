@@ -19,7 +19,8 @@ LcoreRole& role_for(LcorePlan& plan, uint32_t lcore) {
 std::vector<RxQueueAssignment> all_queues(const std::vector<std::pair<size_t, uint16_t>>& ingress) {
     std::vector<RxQueueAssignment> queues;
     for (const auto& [port, count] : ingress)
-        for (uint16_t q = 0; q < count; ++q) queues.push_back({port, q});
+        for (uint16_t q = 0; q < count; ++q)
+            queues.push_back({port, q});
     return queues;
 }
 
@@ -40,12 +41,14 @@ LcorePlan plan_explicit(const control::LcorePolicy& policy,
     }
     for (const control::SchedulerLcore& s : policy.scheduler) {
         if (!check(s.lcore)) return plan;
-        for (size_t port : s.egress_ports) role_for(plan, s.lcore).egress.push_back(port);
+        for (size_t port : s.egress_ports)
+            role_for(plan, s.lcore).egress.push_back(port);
     }
     for (const RxQueueAssignment& q : all_queues(ingress)) {
         size_t owners = 0;
         for (const LcoreRole& role : plan.lcores)
-            for (const RxQueueAssignment& r : role.rx) owners += r.port == q.port && r.queue == q.queue;
+            for (const RxQueueAssignment& r : role.rx)
+                owners += r.port == q.port && r.queue == q.queue;
         if (owners != 1) {
             plan.error = "RX queue " + std::to_string(q.queue) + " of port #" +
                          std::to_string(q.port) + " is polled by " + std::to_string(owners) +
@@ -77,7 +80,8 @@ LcorePlan plan_lcores(const control::LcorePolicy& policy,
         plan.error = "no lcores enabled";
         return plan;
     }
-    if (policy.mode == Mode::explicit_roles) return plan_explicit(policy, ingress, egress, available);
+    if (policy.mode == Mode::explicit_roles)
+        return plan_explicit(policy, ingress, egress, available);
 
     const auto queues = all_queues(ingress);
     if (policy.mode == Mode::run_to_completion || available.size() == 1 || egress.empty()) {
@@ -98,9 +102,12 @@ LcorePlan plan_lcores(const control::LcorePolicy& policy,
     // first, then polls RX: its housekeeping-free loop is the same as a worker's).
     const size_t sched_count = std::clamp<size_t>(available.size() / 2, 1, egress.size());
     const size_t rx_count = available.size() - sched_count;
-    for (size_t i = 0; i < rx_count; ++i) role_for(plan, available[i]);
-    for (size_t i = 0; i < sched_count; ++i) role_for(plan, available[rx_count + i]);
-    for (size_t i = 0; i < queues.size(); ++i) plan.lcores[i % rx_count].rx.push_back(queues[i]);
+    for (size_t i = 0; i < rx_count; ++i)
+        role_for(plan, available[i]);
+    for (size_t i = 0; i < sched_count; ++i)
+        role_for(plan, available[rx_count + i]);
+    for (size_t i = 0; i < queues.size(); ++i)
+        plan.lcores[i % rx_count].rx.push_back(queues[i]);
     for (size_t i = 0; i < egress.size(); ++i)
         plan.lcores[rx_count + i % sched_count].egress.push_back(egress[i]);
     std::erase_if(plan.lcores,

@@ -6,8 +6,8 @@
 namespace twinlane::dataplane {
 
 int register_packet_meta(std::string& error) {
-    static const rte_mbuf_dynfield descriptor = {
-        "twinlane_packet_meta", sizeof(PacketMeta), alignof(PacketMeta), 0};
+    static const rte_mbuf_dynfield descriptor = {"twinlane_packet_meta", sizeof(PacketMeta),
+                                                 alignof(PacketMeta), 0};
     const int offset = rte_mbuf_dynfield_register(&descriptor);
     if (offset < 0) {
         error = std::string("cannot register the mbuf metadata field: ") + rte_strerror(rte_errno);

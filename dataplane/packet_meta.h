@@ -19,7 +19,7 @@ struct PacketMeta {
     uint64_t arrival_ns = 0;  // RX burst time (TscClock ns)
     uint32_t job_id = 0;
     uint32_t flow_hash = 0;
-    uint16_t l3_offset = 0;   // outer IP header offset in the frame
+    uint16_t l3_offset = 0;  // outer IP header offset in the frame
     uint8_t class_id = 0;
     uint8_t ip_version = 0;   // 4, 6, or 0 (not IP)
     uint8_t ecn_capable = 0;  // 1: the scheduler may set CE at l3_offset

@@ -39,8 +39,7 @@ void count_drop(LcoreCounters& c, DropCause cause, uint64_t packets) {
 
 // ---- RX stage: receive, classify, write metadata, hand to the egress port's lanes ----------
 
-uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared,
-                  uint64_t now_ns) {
+uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared, uint64_t now_ns) {
     rte_mbuf* pkts[kBurst];
     const uint16_t n = rte_eth_rx_burst(task.dpdk_port, task.queue, pkts, kBurst);
     if (n == 0) return 0;
@@ -162,8 +161,8 @@ uint32_t admit_lanes(EgressTask& e, LcoreCounters& c, const PipelineShared& shar
     uint32_t admitted = 0;
     for (const uint8_t lane : e.lane_order) {
         rte_mbuf* m[kBurst];
-        const unsigned n = rte_ring_dequeue_burst(e.lanes[lane], reinterpret_cast<void**>(m),
-                                                  kBurst, nullptr);
+        const unsigned n =
+            rte_ring_dequeue_burst(e.lanes[lane], reinterpret_cast<void**>(m), kBurst, nullptr);
         if (n == 0) continue;
         sched::Packet pkts[kBurst];
         for (unsigned i = 0; i < n; ++i) {
@@ -227,8 +226,7 @@ uint16_t offer(EgressTask& e, rte_mbuf** pkts, uint16_t count, LcoreCounters& c,
 
 // Re-offers held packets first; then releases from the scheduler what the pacer allows (port
 // rate and NIC backlog budget) and hands it to the NIC.
-uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
-                  uint64_t now_ns) {
+uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared, uint64_t now_ns) {
     if (e.held_count != 0) {
         const uint16_t sent = offer(e, e.held.data(), e.held_count, c, shared, now_ns);
         if (e.held_count != 0) return sent;  // the NIC is still full: keep order, add nothing
@@ -247,8 +245,8 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
         if (r.packets == 0) break;
         for (uint32_t i = 0; i < r.packets; ++i) {
             out[n++] = static_cast<rte_mbuf*>(pkts[i].handle);
-            const uint64_t wire = std::max<uint32_t>(pkts[i].length_bytes, 60) +
-                                  TxPacer::kFrameOverheadBytes;
+            const uint64_t wire =
+                std::max<uint32_t>(pkts[i].length_bytes, 60) + TxPacer::kFrameOverheadBytes;
             allowance -= std::min(allowance, wire);
         }
     }
@@ -318,7 +316,8 @@ void shut_down(LcoreContext& ctx, PipelineShared& shared) {
         if (rx_done && (empty || tsc >= deadline_tsc)) break;
     }
     const uint64_t now_ns = shared.clock.ns(rte_rdtsc());
-    for (EgressTask* e : ctx.egress) discard_backlog(*e, c, shared, now_ns);
+    for (EgressTask* e : ctx.egress)
+        discard_backlog(*e, c, shared, now_ns);
 }
 
 }  // namespace
@@ -336,7 +335,8 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
             ctx.classifier_updates.complete(*update);
         }
         uint32_t received = 0;
-        for (RxTask& task : ctx.rx) received += rx_stage(ctx, task, shared, shared.clock.ns(rx_tsc));
+        for (RxTask& task : ctx.rx)
+            received += rx_stage(ctx, task, shared, shared.clock.ns(rx_tsc));
 
         const uint64_t admit_tsc = rte_rdtsc();
         if (received != 0) {
@@ -354,7 +354,8 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
             stages.sched_enqueue_packets.add(admitted);
         }
         uint32_t sent = 0;
-        for (EgressTask* e : ctx.egress) sent += transmit(*e, c, shared, shared.clock.ns(tx_tsc));
+        for (EgressTask* e : ctx.egress)
+            sent += transmit(*e, c, shared, shared.clock.ns(tx_tsc));
         if (sent != 0) {
             stages.sched_dequeue_tx_cycles.add(rte_rdtsc() - tx_tsc);
             stages.sched_dequeue_tx_packets.add(sent);

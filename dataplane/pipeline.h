@@ -58,17 +58,17 @@ struct ClassifierUpdate {
 struct RxTask {
     uint16_t dpdk_port = 0;
     uint16_t queue = 0;
-    uint16_t policy_port = 0;          // index for counters
-    std::vector<rte_ring*> lanes;      // the egress port's lanes, by class id
+    uint16_t policy_port = 0;      // index for counters
+    std::vector<rte_ring*> lanes;  // the egress port's lanes, by class id
 };
 
 struct EgressTask {
     uint16_t dpdk_port = 0;
     uint16_t policy_port = 0;
-    std::vector<rte_ring*> lanes;      // by class id (the lane ring owner frees them)
-    std::vector<uint8_t> lane_order;   // class ids, highest scheduling priority first
+    std::vector<rte_ring*> lanes;     // by class id (the lane ring owner frees them)
+    std::vector<uint8_t> lane_order;  // class ids, highest scheduling priority first
     std::unique_ptr<sched::Scheduler> scheduler;
-    control::CompiledEgress mapping;   // class/job -> leaf
+    control::CompiledEgress mapping;  // class/job -> leaf
     TxPacer pacer{1, 1};
     uint32_t max_frame_bytes = 1518;
     std::array<rte_mbuf*, kBurst> held{};  // refused by the NIC, oldest first

@@ -6,31 +6,50 @@ namespace twinlane::dataplane {
 
 const char* to_string(DropCause cause) {
     switch (cause) {
-        case DropCause::malformed: return "malformed";
-        case DropCause::lane_ring_full: return "lane_ring_full";
-        case DropCause::sched_queue_full_packets: return "sched_queue_full_packets";
-        case DropCause::sched_queue_full_bytes: return "sched_queue_full_bytes";
-        case DropCause::sched_pool_exhausted: return "sched_pool_exhausted";
-        case DropCause::sched_red_early: return "sched_red_early";
-        case DropCause::sched_codel: return "sched_codel";
-        case DropCause::sched_unknown_leaf: return "sched_unknown_leaf";
-        case DropCause::sched_oversize: return "sched_oversize";
-        case DropCause::shutdown_lane_ring: return "shutdown_lane_ring";
-        case DropCause::shutdown_scheduler: return "shutdown_scheduler";
-        case DropCause::shutdown_nic_refused: return "shutdown_nic_refused";
+        case DropCause::malformed:
+            return "malformed";
+        case DropCause::lane_ring_full:
+            return "lane_ring_full";
+        case DropCause::sched_queue_full_packets:
+            return "sched_queue_full_packets";
+        case DropCause::sched_queue_full_bytes:
+            return "sched_queue_full_bytes";
+        case DropCause::sched_pool_exhausted:
+            return "sched_pool_exhausted";
+        case DropCause::sched_red_early:
+            return "sched_red_early";
+        case DropCause::sched_codel:
+            return "sched_codel";
+        case DropCause::sched_unknown_leaf:
+            return "sched_unknown_leaf";
+        case DropCause::sched_oversize:
+            return "sched_oversize";
+        case DropCause::shutdown_lane_ring:
+            return "shutdown_lane_ring";
+        case DropCause::shutdown_scheduler:
+            return "shutdown_scheduler";
+        case DropCause::shutdown_nic_refused:
+            return "shutdown_nic_refused";
     }
     return "unknown";
 }
 
 DropCause from_sched(sched::DropReason reason) {
     switch (reason) {
-        case sched::DropReason::queue_full_packets: return DropCause::sched_queue_full_packets;
-        case sched::DropReason::queue_full_bytes: return DropCause::sched_queue_full_bytes;
-        case sched::DropReason::pool_exhausted: return DropCause::sched_pool_exhausted;
-        case sched::DropReason::red_early: return DropCause::sched_red_early;
-        case sched::DropReason::codel: return DropCause::sched_codel;
-        case sched::DropReason::unknown_leaf: return DropCause::sched_unknown_leaf;
-        case sched::DropReason::oversize: return DropCause::sched_oversize;
+        case sched::DropReason::queue_full_packets:
+            return DropCause::sched_queue_full_packets;
+        case sched::DropReason::queue_full_bytes:
+            return DropCause::sched_queue_full_bytes;
+        case sched::DropReason::pool_exhausted:
+            return DropCause::sched_pool_exhausted;
+        case sched::DropReason::red_early:
+            return DropCause::sched_red_early;
+        case sched::DropReason::codel:
+            return DropCause::sched_codel;
+        case sched::DropReason::unknown_leaf:
+            return DropCause::sched_unknown_leaf;
+        case sched::DropReason::oversize:
+            return DropCause::sched_oversize;
     }
     return DropCause::sched_unknown_leaf;
 }
@@ -39,7 +58,8 @@ namespace {
 template <typename F>
 uint64_t sum(const std::vector<CounterSnapshot::Port>& ports, F field) {
     uint64_t total = 0;
-    for (const auto& p : ports) total += field(p);
+    for (const auto& p : ports)
+        total += field(p);
     return total;
 }
 }  // namespace
@@ -58,7 +78,8 @@ uint64_t CounterSnapshot::tx_bytes() const {
 }
 uint64_t CounterSnapshot::dropped() const {
     uint64_t total = 0;
-    for (uint64_t d : drops) total += d;
+    for (uint64_t d : drops)
+        total += d;
     return total;
 }
 
@@ -86,12 +107,14 @@ CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32
             out.latency_sum_ns += in.latency_sum_ns.read();
             out.latency_max_ns = std::max(out.latency_max_ns, in.latency_max_ns.read());
         }
-        for (uint32_t d = 0; d < kDropCauseCount; ++d) s.drops[d] += c->drops[d].read();
+        for (uint32_t d = 0; d < kDropCauseCount; ++d)
+            s.drops[d] += c->drops[d].read();
         const StageCounters& st = c->stages;
-        const RelaxedCounter* fields[] = {&st.rx_classify_cycles,     &st.rx_classify_packets,
-                                          &st.sched_enqueue_cycles,   &st.sched_enqueue_packets,
-                                          &st.sched_dequeue_tx_cycles, &st.sched_dequeue_tx_packets};
-        for (size_t i = 0; i < s.stages.size(); ++i) s.stages[i] += fields[i]->read();
+        const RelaxedCounter* fields[] = {
+            &st.rx_classify_cycles,    &st.rx_classify_packets,     &st.sched_enqueue_cycles,
+            &st.sched_enqueue_packets, &st.sched_dequeue_tx_cycles, &st.sched_dequeue_tx_packets};
+        for (size_t i = 0; i < s.stages.size(); ++i)
+            s.stages[i] += fields[i]->read();
     }
     return s;
 }

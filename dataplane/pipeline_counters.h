@@ -23,8 +23,8 @@ inline constexpr uint32_t kMaxPolicyPorts = 32;
 inline constexpr uint32_t kMaxLanes = 16;  // the policy allows at most 16 classes
 
 enum class DropCause : uint8_t {
-    malformed,        // classifier verdict `drop` (malformed packet, policy says drop)
-    lane_ring_full,   // the (egress, class) ring between RX and scheduler lcore was full
+    malformed,       // classifier verdict `drop` (malformed packet, policy says drop)
+    lane_ring_full,  // the (egress, class) ring between RX and scheduler lcore was full
     sched_queue_full_packets,
     sched_queue_full_bytes,
     sched_pool_exhausted,
@@ -32,9 +32,9 @@ enum class DropCause : uint8_t {
     sched_codel,
     sched_unknown_leaf,
     sched_oversize,
-    shutdown_lane_ring,   // still in a lane ring when the pipeline stopped
-    shutdown_scheduler,   // still queued in a scheduler when the pipeline stopped
-    shutdown_nic_refused, // refused by the NIC and still held when the pipeline stopped
+    shutdown_lane_ring,    // still in a lane ring when the pipeline stopped
+    shutdown_scheduler,    // still queued in a scheduler when the pipeline stopped
+    shutdown_nic_refused,  // refused by the NIC and still held when the pipeline stopped
 };
 inline constexpr uint32_t kDropCauseCount = 12;
 const char* to_string(DropCause cause);
@@ -42,15 +42,16 @@ DropCause from_sched(sched::DropReason reason);
 
 // A 64-bit counter with one writer and any number of concurrent readers.
 class RelaxedCounter {
-public:
-    void add(uint64_t n) { value_.store(value_.load(std::memory_order_relaxed) + n,
-                                        std::memory_order_relaxed); }
+  public:
+    void add(uint64_t n) {
+        value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
     void raise_to(uint64_t n) {
         if (n > value_.load(std::memory_order_relaxed)) value_.store(n, std::memory_order_relaxed);
     }
     uint64_t read() const { return value_.load(std::memory_order_relaxed); }
 
-private:
+  private:
     std::atomic<uint64_t> value_{0};
 };
 

@@ -90,23 +90,25 @@ struct PoolDeleter {
 struct Pipeline {
     std::shared_ptr<const control::Policy> policy;
     control::CompiledPolicy compiled;
-    std::vector<uint16_t> dpdk_ports;                  // by policy port index
-    std::vector<std::optional<size_t>> egress_of;      // policy port -> index into egress
+    std::vector<uint16_t> dpdk_ports;              // by policy port index
+    std::vector<std::optional<size_t>> egress_of;  // policy port -> index into egress
     std::map<int, std::unique_ptr<rte_mempool, PoolDeleter>> pools;  // by socket
     std::vector<std::unique_ptr<rte_ring, RingDeleter>> rings;
-    std::vector<std::unique_ptr<EgressTask>> egress;   // same order as compiled.egress
+    std::vector<std::unique_ptr<EgressTask>> egress;  // same order as compiled.egress
     std::vector<std::unique_ptr<LcoreContext>> lcores;
     std::vector<uint16_t> started_ports;
     PipelineShared shared;
 
     ~Pipeline() {
-        for (uint16_t port : started_ports) stop_port(port);
+        for (uint16_t port : started_ports)
+            stop_port(port);
     }
 };
 
 uint64_t pools_in_use(const Pipeline& p) {
     uint64_t total = 0;
-    for (const auto& [socket, pool] : p.pools) total += rte_mempool_in_use_count(pool.get());
+    for (const auto& [socket, pool] : p.pools)
+        total += rte_mempool_in_use_count(pool.get());
     return total;
 }
 
@@ -121,8 +123,8 @@ bool create_pools(Pipeline& p, std::string& error) {
         mbufs[socket_of(p.dpdk_ports[i])] += p.policy->ports[i].mempool_mbufs;
     for (const auto& [socket, count] : mbufs) {
         const std::string name = "twinlane_s" + std::to_string(socket);
-        rte_mempool* pool = rte_pktmbuf_pool_create(
-            name.c_str(), static_cast<unsigned>(count), 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+        rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), static_cast<unsigned>(count), 256,
+                                                    0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
         if (pool == nullptr) {
             error = "cannot create a pool of " + std::to_string(count) + " mbufs on socket " +
                     std::to_string(socket) + ": " + rte_strerror(rte_errno);
@@ -148,10 +150,11 @@ bool start_ports(Pipeline& p, std::string& error) {
             return false;
         }
         p.started_ports.push_back(p.dpdk_ports[i]);
-        spdlog::info("port '{}' ({}) started: {} RX / {} TX queues, MTU {}, rate {} bit/s, "
-                     "tx_budget {} B",
-                     port.name, port_name(p.dpdk_ports[i]), port.rx_queues, port.tx_queues,
-                     port.mtu, port.rate_bits_per_sec, port.tx_budget_bytes);
+        spdlog::info(
+            "port '{}' ({}) started: {} RX / {} TX queues, MTU {}, rate {} bit/s, "
+            "tx_budget {} B",
+            port.name, port_name(p.dpdk_ports[i]), port.rx_queues, port.tx_queues, port.mtu,
+            port.rate_bits_per_sec, port.tx_budget_bytes);
     }
     return true;
 }
@@ -160,7 +163,8 @@ bool start_ports(Pipeline& p, std::string& error) {
 // root's first child (highest priority) comes first.
 std::vector<uint8_t> lane_order(const control::CompiledEgress& egress) {
     std::vector<uint8_t> order(egress.class_entries.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint8_t>(i);
+    for (size_t i = 0; i < order.size(); ++i)
+        order[i] = static_cast<uint8_t>(i);
     auto first_leaf = [&](uint8_t lane) {
         const auto& leaves = egress.class_entries[lane].leaves;
         return leaves.empty() ? UINT16_MAX : *std::min_element(leaves.begin(), leaves.end());
@@ -194,11 +198,12 @@ bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
         // One producer lcore lets the ring skip the multi-producer compare-and-swap.
         size_t producers = 0;
         for (const LcoreRole& role : plan.lcores) {
-            producers += std::any_of(role.rx.begin(), role.rx.end(), [&](const RxQueueAssignment& q) {
-                for (const control::ForwardingPolicy& f : p.policy->forwarding)
-                    if (f.from_port == q.port && f.to_port == compiled.port) return true;
-                return false;
-            });
+            producers +=
+                std::any_of(role.rx.begin(), role.rx.end(), [&](const RxQueueAssignment& q) {
+                    for (const control::ForwardingPolicy& f : p.policy->forwarding)
+                        if (f.from_port == q.port && f.to_port == compiled.port) return true;
+                    return false;
+                });
         }
         const unsigned flags = RING_F_SC_DEQ | (producers <= 1 ? RING_F_SP_ENQ : 0);
         for (size_t lane = 0; lane < lanes; ++lane) {
@@ -233,7 +238,8 @@ bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error) {
             task.lanes = p.egress[*p.egress_of[forward->to_port]]->lanes;
             ctx->rx.push_back(std::move(task));
         }
-        for (size_t port : role.egress) ctx->egress.push_back(p.egress[*p.egress_of[port]].get());
+        for (size_t port : role.egress)
+            ctx->egress.push_back(p.egress[*p.egress_of[port]].get());
         if (!ctx->rx.empty()) {
             try {
                 ctx->classifier = std::make_unique<classifier::Classifier>(p.compiled.classifier);
@@ -251,7 +257,8 @@ std::string describe_role(const Pipeline& p, const LcoreContext& ctx) {
     std::string text = "lcore " + std::to_string(ctx.lcore) + ":";
     for (const RxTask& t : ctx.rx)
         text += " rx " + p.policy->ports[t.policy_port].name + "/" + std::to_string(t.queue);
-    for (const EgressTask* e : ctx.egress) text += " sched " + p.policy->ports[e->policy_port].name;
+    for (const EgressTask* e : ctx.egress)
+        text += " sched " + p.policy->ports[e->policy_port].name;
     return text;
 }
 
@@ -263,17 +270,17 @@ int launch_lcore(void* arg) {
 
 std::vector<const LcoreCounters*> counter_blocks(const Pipeline& p) {
     std::vector<const LcoreCounters*> blocks;
-    for (const auto& ctx : p.lcores) blocks.push_back(ctx->counters.get());
+    for (const auto& ctx : p.lcores)
+        blocks.push_back(ctx->counters.get());
     return blocks;
 }
 
 // Off the hot path: link status, periodic stats, end-of-input and duration limits. Reads the
 // lcores' counters with relaxed loads while they run.
 class Monitor {
-public:
+  public:
     Monitor(const Pipeline& p, const PolicyRunOptions& options, bool idle_exit)
-        : pipeline_(p), options_(options), idle_exit_(idle_exit),
-          thread_([this] { run(); }) {}
+        : pipeline_(p), options_(options), idle_exit_(idle_exit), thread_([this] { run(); }) {}
     ~Monitor() {
         {
             std::lock_guard lock(mutex_);
@@ -283,7 +290,7 @@ public:
         thread_.join();
     }
 
-private:
+  private:
     using Clock = std::chrono::steady_clock;
 
     void run() {
@@ -310,8 +317,8 @@ private:
                 const double dt = std::chrono::duration<double>(now - stats_at).count();
                 spdlog::info("stats: rx {:.3f} Mpps, tx {:.3f} Mpps, dropped {}, rx total {}",
                              static_cast<double>(s.rx_packets() - stats_rx) / dt / 1e6,
-                             static_cast<double>(s.tx_packets() - stats_tx) / dt / 1e6,
-                             s.dropped(), s.rx_packets());
+                             static_cast<double>(s.tx_packets() - stats_tx) / dt / 1e6, s.dropped(),
+                             s.rx_packets());
                 stats_rx = s.rx_packets();
                 stats_tx = s.tx_packets();
                 stats_at = now;
@@ -371,13 +378,14 @@ bool every_input_is_pcap(const Pipeline& p) {
 int run_with_policy(const PolicyRunOptions& options) {
     const control::PolicyResult loaded = control::load_policy(options.policy_path);
     if (!loaded.ok()) {
-        for (const auto& e : loaded.errors) spdlog::error("{}", e.to_string());
+        for (const auto& e : loaded.errors)
+            spdlog::error("{}", e.to_string());
         return 2;
     }
     if (loaded.policy->ports.size() > kMaxPolicyPorts ||
         loaded.policy->classes.size() > kMaxLanes) {
-        spdlog::error("{}: at most {} ports and {} classes", options.policy_path,
-                      kMaxPolicyPorts, kMaxLanes);
+        spdlog::error("{}: at most {} ports and {} classes", options.policy_path, kMaxPolicyPorts,
+                      kMaxLanes);
         return 2;
     }
     Eal eal(eal_arguments(*loaded.policy, options.eal_args));
@@ -403,7 +411,8 @@ int run_with_policy(const PolicyRunOptions& options) {
     }
     p.compiled = control::compile_policy(*p.policy, p.dpdk_ports);
     if (!p.compiled.ok()) {
-        for (const std::string& e : p.compiled.errors) spdlog::error("{}", e);
+        for (const std::string& e : p.compiled.errors)
+            spdlog::error("{}", e);
         return 2;
     }
 
@@ -411,10 +420,13 @@ int run_with_policy(const PolicyRunOptions& options) {
     for (const control::ForwardingPolicy& f : p.policy->forwarding)
         ingress.emplace_back(f.from_port, p.policy->ports[f.from_port].rx_queues);
     std::vector<size_t> egress_ports;
-    for (const control::CompiledEgress& e : p.compiled.egress) egress_ports.push_back(e.port);
+    for (const control::CompiledEgress& e : p.compiled.egress)
+        egress_ports.push_back(e.port);
     std::vector<uint32_t> available{rte_get_main_lcore()};
     unsigned worker = 0;
-    RTE_LCORE_FOREACH_WORKER(worker) { available.push_back(worker); }
+    RTE_LCORE_FOREACH_WORKER(worker) {
+        available.push_back(worker);
+    }
     const LcorePlan plan = plan_lcores(p.policy->lcores, ingress, egress_ports, available);
     if (!plan.ok()) {
         spdlog::error("{}: lcores: {}", options.policy_path, plan.error);
@@ -437,7 +449,8 @@ int run_with_policy(const PolicyRunOptions& options) {
     p.shared.stop_mode = options.stop_mode;
     p.shared.drain_timeout_ns = options.drain_timeout_ns;
     uint32_t rx_lcores = 0;
-    for (const auto& ctx : p.lcores) rx_lcores += ctx->rx.empty() ? 0 : 1;
+    for (const auto& ctx : p.lcores)
+        rx_lcores += ctx->rx.empty() ? 0 : 1;
     p.shared.rx_lcores_running.store(rx_lcores);
     std::vector<std::string> roles;
     for (const auto& ctx : p.lcores) {
@@ -482,18 +495,21 @@ int run_with_policy(const PolicyRunOptions& options) {
         report.port_names.push_back(port.name);
         report.port_devices.push_back(port.device);
     }
-    for (const control::ClassPolicy& cls : p.policy->classes) report.class_names.push_back(cls.name);
+    for (const control::ClassPolicy& cls : p.policy->classes)
+        report.class_names.push_back(cls.name);
     report.lcore_roles = roles;
     report.counters = snapshot(counter_blocks(p), static_cast<uint32_t>(p.policy->ports.size()),
                                static_cast<uint32_t>(p.policy->classes.size()));
     for (const auto& e : p.egress) {
         report.queued += e->scheduler->queued_packets() + e->held_count;
-        for (rte_ring* ring : e->lanes) report.queued += rte_ring_count(ring);
+        for (rte_ring* ring : e->lanes)
+            report.queued += rte_ring_count(ring);
     }
     report.elapsed_s = elapsed_s;
     report.tsc_hz = rte_get_tsc_hz();
     report.mbufs_in_use_start = in_use_start;
-    for (uint16_t port : p.started_ports) stop_port(port);  // flushes pcap output, frees RX rings
+    for (uint16_t port : p.started_ports)
+        stop_port(port);  // flushes pcap output, frees RX rings
     p.started_ports.clear();
     report.mbufs_in_use_end = pools_in_use(p);
     print_report(report, options.json);

@@ -1,8 +1,8 @@
 // `twinlane run -c POLICY`: brings up the realtime pipeline described by a policy file.
 //
 // Control path, in order: load + validate the policy → EAL (policy PCI devices added as -a) →
-// mbuf dynfield → resolve ports by device name (vdevs hot-plugged with rte_dev_probe) → compile the policy
-// with their DPDK port ids → one mempool per NUMA socket (sum of the ports' `mempool`) →
+// mbuf dynfield → resolve ports by device name (vdevs hot-plugged with rte_dev_probe) → compile the
+// policy with their DPDK port ids → one mempool per NUMA socket (sum of the ports' `mempool`) →
 // start ports → lane rings per (egress port, class) → schedulers, pacers, classifiers →
 // lcore roles (lcore_plan.h) → launch; a monitor thread polls link status, prints periodic
 // stats and detects end of input → stop → report, accounting and mbuf-leak checks.
@@ -24,10 +24,10 @@ struct PolicyRunOptions {
     bool json = false;
     StopMode stop_mode = StopMode::drain;
     uint64_t drain_timeout_ns = 100'000'000;
-    uint64_t idle_exit_ns = 0;      // 0: never; set by the caller ("auto": 200 ms for pcap input)
-    bool idle_exit_auto = true;     // idle_exit_ns applies only if every input is net_pcap
-    uint64_t duration_ns = 0;       // 0: until signalled / idle
-    uint64_t stats_interval_ns = 0; // 0: no periodic stats
+    uint64_t idle_exit_ns = 0;       // 0: never; set by the caller ("auto": 200 ms for pcap input)
+    bool idle_exit_auto = true;      // idle_exit_ns applies only if every input is net_pcap
+    uint64_t duration_ns = 0;        // 0: until signalled / idle
+    uint64_t stats_interval_ns = 0;  // 0: no periodic stats
     uint32_t lane_ring_slots = 1024;
 };
 

@@ -52,9 +52,10 @@ bool resolve(const std::string& name, uint16_t fallback_index, uint16_t& port_id
             return true;
         }
     }
-    spdlog::error("need at least two DPDK ports (found {}); pass devices after --, e.g. "
-                  "--vdev=net_pcap0,rx_pcap=in.pcap --vdev=net_pcap1,tx_pcap=out.pcap",
-                  rte_eth_dev_count_avail());
+    spdlog::error(
+        "need at least two DPDK ports (found {}); pass devices after --, e.g. "
+        "--vdev=net_pcap0,rx_pcap=in.pcap --vdev=net_pcap1,tx_pcap=out.pcap",
+        rte_eth_dev_count_avail());
     return false;
 }
 
@@ -98,7 +99,8 @@ void print_counters(const RunArgs& args, const std::string& rx, const std::strin
                 static_cast<unsigned long long>(c.dropped_fifo_full));
     std::printf("  %-22s %12llu packets\n", "dropped: shutdown",
                 static_cast<unsigned long long>(c.dropped_shutdown));
-    std::printf("  %-22s %12llu packets\n", "still queued", static_cast<unsigned long long>(c.queued));
+    std::printf("  %-22s %12llu packets\n", "still queued",
+                static_cast<unsigned long long>(c.queued));
     std::fflush(stdout);
 }
 
@@ -164,7 +166,8 @@ int run(const RunArgs& args) {
 
     const std::string rx_name = port_name(rx);
     const std::string tx_name = port_name(tx);
-    for (uint16_t port : {rx, tx}) stop_port(port);
+    for (uint16_t port : {rx, tx})
+        stop_port(port);
     const unsigned in_use_after = rte_mempool_in_use_count(pool.get());
     print_counters(args, rx_name, tx_name, counters);
 

@@ -39,23 +39,24 @@ nlohmann::json to_json(const RunReport& r) {
                            {"latency_max_ns", s.latency_max_ns}});
     }
     const auto& st = c.stages;
-    return {{"mode", "policy"},
-            {"elapsed_s", r.elapsed_s},
-            {"rx_packets", c.rx_packets()},
-            {"rx_bytes", c.rx_bytes()},
-            {"tx_packets", c.tx_packets()},
-            {"tx_bytes", c.tx_bytes()},
-            {"dropped", drops},
-            {"queued", r.queued},
-            {"ports", ports},
-            {"classes", classes},
-            {"lcores", r.lcore_roles},
-            {"cycles_per_packet",
-             {{"rx_classify", per_packet(st[0], st[1])},
-              {"sched_enqueue", per_packet(st[2], st[3])},
-              {"sched_dequeue_tx", per_packet(st[4], st[5])}}},
-            {"tsc_hz", r.tsc_hz},
-            {"mbufs", {{"in_use_start", r.mbufs_in_use_start}, {"in_use_end", r.mbufs_in_use_end}}}};
+    return {
+        {"mode", "policy"},
+        {"elapsed_s", r.elapsed_s},
+        {"rx_packets", c.rx_packets()},
+        {"rx_bytes", c.rx_bytes()},
+        {"tx_packets", c.tx_packets()},
+        {"tx_bytes", c.tx_bytes()},
+        {"dropped", drops},
+        {"queued", r.queued},
+        {"ports", ports},
+        {"classes", classes},
+        {"lcores", r.lcore_roles},
+        {"cycles_per_packet",
+         {{"rx_classify", per_packet(st[0], st[1])},
+          {"sched_enqueue", per_packet(st[2], st[3])},
+          {"sched_dequeue_tx", per_packet(st[4], st[5])}}},
+        {"tsc_hz", r.tsc_hz},
+        {"mbufs", {{"in_use_start", r.mbufs_in_use_start}, {"in_use_end", r.mbufs_in_use_end}}}};
 }
 
 void row(const char* label, uint64_t packets, uint64_t bytes) {
@@ -81,11 +82,13 @@ void print_report(const RunReport& r, bool json) {
         std::printf("  %-28s %14llu packets\n", label.c_str(),
                     static_cast<unsigned long long>(c.drops[d]));
     }
-    std::printf("  %-28s %14llu packets\n", "still queued", static_cast<unsigned long long>(r.queued));
+    std::printf("  %-28s %14llu packets\n", "still queued",
+                static_cast<unsigned long long>(r.queued));
     std::printf("\n  %-12s %-28s %12s %12s %10s\n", "port", "device", "rx", "tx", "refused");
     for (size_t p = 0; p < c.ports.size(); ++p) {
         std::printf("  %-12s %-28.28s %12llu %12llu %10llu\n", r.port_names[p].c_str(),
-                    r.port_devices[p].c_str(), static_cast<unsigned long long>(c.ports[p].rx_packets),
+                    r.port_devices[p].c_str(),
+                    static_cast<unsigned long long>(c.ports[p].rx_packets),
                     static_cast<unsigned long long>(c.ports[p].tx_packets),
                     static_cast<unsigned long long>(c.ports[p].tx_refused));
     }
@@ -103,7 +106,8 @@ void print_report(const RunReport& r, bool json) {
     const auto& st = c.stages;
     std::printf("\n  cycles/packet: rx+classify %.1f, sched enqueue %.1f, dequeue+tx %.1f\n",
                 per_packet(st[0], st[1]), per_packet(st[2], st[3]), per_packet(st[4], st[5]));
-    for (const std::string& role : r.lcore_roles) std::printf("  %s\n", role.c_str());
+    for (const std::string& role : r.lcore_roles)
+        std::printf("  %s\n", role.c_str());
     std::printf("  mbufs in use: %llu at start, %llu at end\n",
                 static_cast<unsigned long long>(r.mbufs_in_use_start),
                 static_cast<unsigned long long>(r.mbufs_in_use_end));

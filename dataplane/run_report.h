@@ -12,7 +12,7 @@
 namespace twinlane::dataplane {
 
 struct RunReport {
-    std::vector<std::string> port_names;   // policy names, by policy port index
+    std::vector<std::string> port_names;  // policy names, by policy port index
     std::vector<std::string> port_devices;
     std::vector<std::string> class_names;  // by class id
     std::vector<std::string> lcore_roles;  // e.g. "lcore 1: rx west/0; sched east"

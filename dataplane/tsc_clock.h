@@ -9,9 +9,10 @@
 namespace twinlane::dataplane {
 
 class TscClock {
-public:
+  public:
     TscClock(uint64_t start_tsc, uint64_t tsc_hz)
-        : start_tsc_(start_tsc), ns_per_tsc_(1e9 / static_cast<double>(tsc_hz)),
+        : start_tsc_(start_tsc),
+          ns_per_tsc_(1e9 / static_cast<double>(tsc_hz)),
           tsc_per_ns_(static_cast<double>(tsc_hz) / 1e9) {}
 
     // Nanoseconds since start_tsc (0 for readings before it). A double keeps 52 bits of
@@ -26,7 +27,7 @@ public:
     }
     uint64_t start_tsc() const { return start_tsc_; }
 
-private:
+  private:
     uint64_t start_tsc_;
     double ns_per_tsc_;
     double tsc_per_ns_;

@@ -14,7 +14,7 @@ namespace twinlane::dataplane {
 
 template <typename Request>
 class UpdateMailbox {
-public:
+  public:
     // Control thread: offers `request`; false if another request is still pending.
     bool post(Request& request) {
         request.completed.store(false, std::memory_order_relaxed);
@@ -41,7 +41,7 @@ public:
         return request.completed.load(std::memory_order_acquire);
     }
 
-private:
+  private:
     std::atomic<Request*> slot_{nullptr};
 };
 

@@ -40,7 +40,8 @@ TEST(PipelineCounters, EverySchedReasonHasADistinctCause) {
 TEST(PipelineCounters, ReadableWhileWritten) {
     auto c = std::make_unique<LcoreCounters>();
     std::thread writer([&] {
-        for (int i = 0; i < 1'000'000; ++i) c->ports[0].tx_packets.add(1);
+        for (int i = 0; i < 1'000'000; ++i)
+            c->ports[0].tx_packets.add(1);
     });
     uint64_t last = 0;
     while (last < 1'000'000) {

@@ -48,7 +48,8 @@ TEST(UpdateMailbox, AppliesAcrossThreads) {
     for (int i = 1; i <= 100; ++i) {
         Change change{.value = i};
         ASSERT_TRUE(mailbox.post(change));
-        while (!UpdateMailbox<Change>::done(change)) std::this_thread::yield();
+        while (!UpdateMailbox<Change>::done(change))
+            std::this_thread::yield();
         EXPECT_EQ(change.applied_by_owner, i * 10);
     }
     stop = true;
