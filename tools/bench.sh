@@ -13,8 +13,9 @@ tools/setup.sh >/dev/null
 build=${BUILD_DIR:-build}
 [ -f "$build/build.ninja" ] || meson setup "$build" --buildtype=release >/dev/null
 ninja -C "$build" >/dev/null
-meson test -C "$build" --benchmark --no-rebuild --verbose \
-    --test-args="--benchmark_min_time=${MIN_TIME:-0.3}" 2>&1 | grep -vE '^(ninja|\[)'
+meson test -C "$build" --benchmark --no-rebuild --verbose --logbase benchmarklog \
+    --test-args="--benchmark_min_time=${MIN_TIME:-0.3} --benchmark_color=false" 2>&1 |
+    grep -vE '^(ninja|\[)'
 if [ -x tools/bench_dataplane.sh ]; then
     tools/bench_dataplane.sh "$build"
 fi

@@ -44,8 +44,10 @@ fi
 # Benchmarks run briefly so that their side-by-side tables show and they cannot rot.
 if [ "${BENCH:-1}" = 1 ]; then
     echo "== benchmarks (brief; tools/bench.sh for full runs) =="
-    meson test -C "$build" --benchmark --no-rebuild --verbose \
-        --test-args="--benchmark_min_time=0.01" 2>&1 | grep -vE '^(ninja|\[)' | tail -120
+    # Own log base, so the benchmark log does not replace the tests' junit that is counted.
+    meson test -C "$build" --benchmark --no-rebuild --verbose --logbase benchmarklog \
+        --test-args="--benchmark_min_time=0.01 --benchmark_color=false" 2>&1 |
+        grep -vE '^(ninja|\[)' | tail -150
 fi
 
 python3 tools/count_tests.py "${logs[@]}"
