@@ -6,6 +6,7 @@
 #include "replay/pcap_io.h"
 #include "replay/roce.h"
 #include "replay/traffic_sources.h"
+#include "replay/virtual_link.h"
 
 namespace twinlane::replay {
 namespace {
@@ -311,9 +312,10 @@ bool TrafficGenerator::next(GeneratedFrame& frame) {
     const FrameSource& source = *sources_[top.source];
     ComponentSummary& component = summary_.components[component_of_source_[top.source]];
     if (edge_ingress_link_ && component.traffic_class != TrafficClass::training) {
-        const double wire_bits = 8.0 * static_cast<double>(std::max<size_t>(source.frame().size(), 60) + 24);
+        const double bits =
+            8.0 * static_cast<double>(wire_bytes(static_cast<uint32_t>(source.frame().size())));
         edge_link_free_ns_ =
-            top.timestamp_ns + static_cast<uint64_t>(std::ceil(wire_bits * 1e9 / link_rate_bps_));
+            top.timestamp_ns + static_cast<uint64_t>(std::ceil(bits * 1e9 / link_rate_bps_));
     }
     frame.timestamp_ns = top.timestamp_ns;
     frame.bytes = source.frame();

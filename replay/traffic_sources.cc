@@ -9,15 +9,15 @@
 #include <string_view>
 
 #include "replay/roce.h"
+#include "replay/virtual_link.h"
 
 namespace twinlane::replay {
 namespace {
 
-// A sender's frames are spaced by their time on its wire: the frame plus FCS, preamble, SFD and
-// inter-frame gap (24 bytes), at least a 60-byte frame. Without the overhead a "line-rate"
-// sender would outrun a link of the same rate.
+// A sender's frames are spaced by their time on its wire (frame, FCS, preamble, SFD, gap):
+// without the overhead a "line-rate" sender would outrun a link of the same rate.
 double wire_bits(size_t frame_bytes) {
-    return 8.0 * static_cast<double>(std::max<size_t>(frame_bytes, 60) + 24);
+    return 8.0 * static_cast<double>(wire_bytes(static_cast<uint32_t>(frame_bytes)));
 }
 
 
