@@ -25,6 +25,7 @@ FlowEntry* FlowTable::insert(const PacketKey& key, uint32_t hash) {
     uint32_t slot = hash & slot_mask_;
     while (slots_[slot] != 0) slot = (slot + 1) & slot_mask_;
     slots_[slot] = (uint64_t{hash} << 32) | (index + 1);
+    high_water_ = std::max(high_water_, index + 1);
     FlowEntry& entry = entries_[index];
     entry = FlowEntry{};
     entry.key = key;
@@ -59,8 +60,14 @@ void FlowTable::erase(FlowEntry& entry) {
 }
 
 uint32_t FlowTable::expire(uint64_t now_ns, uint64_t idle_timeout_ns, uint32_t max_visits) {
-    const uint32_t count = capacity();
+    // Only [0, high_water_) can hold flows: the scan wraps there instead of at capacity().
+    // With a few flows in a 65536-entry table the old scan streamed 64 never-used entries
+    // (64 cache lines from DRAM) per burst: 10% of the dataplane's cycles on net_null.
+    // measured (classifier_bench BM_HitPathAgeing_Burst, default table, 64 visits per burst):
+    // 1 flow 21.4 -> 27.8 Mpps, 4096 flows 21.6 -> 24.8 Mpps.
+    const uint32_t count = high_water_;
     if (count == 0) return 0;
+    if (aging_cursor_ >= count) aging_cursor_ = 0;
     uint32_t removed = 0;
     for (uint32_t visit = 0; visit < max_visits && visit < count; ++visit) {
         FlowEntry& entry = entries_[aging_cursor_];
@@ -84,6 +91,7 @@ void FlowTable::clear() {
         free_entries_[i] = count - 1 - i;
     }
     size_ = 0;
+    high_water_ = 0;
     aging_cursor_ = 0;
 }
 

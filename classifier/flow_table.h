@@ -115,6 +115,9 @@ private:
     std::vector<uint32_t> free_entries_;  // stack of unused entry indices
     uint32_t slot_mask_ = 0;
     uint32_t size_ = 0;
+    // Entries at or above this index have never been handed out (insert() takes the lowest
+    // free index first), so ageing never visits them; see expire().
+    uint32_t high_water_ = 0;
     uint32_t aging_cursor_ = 0;
     uint64_t overflow_count_ = 0;
     uint64_t expired_count_ = 0;

@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -94,6 +95,34 @@ void BM_HitPath_Burst(benchmark::State& state) { hit_path(state, true); }
 void BM_HitPath_Single(benchmark::State& state) { hit_path(state, false); }
 BENCHMARK(BM_HitPath_Burst)->Arg(256)->Arg(4096)->Arg(1 << 20);
 BENCHMARK(BM_HitPath_Single)->Arg(4096)->Arg(1 << 20);
+
+// The hit path with the default flow table (65536 entries) and its per-burst ageing step on
+// (64 visits, 30 s timeout: nothing expires), as the dataplane runs it: `flows` hot flows.
+void BM_HitPathAgeing_Burst(benchmark::State& state) {
+    const uint32_t flows = uint32_t(state.range(0));
+    Classifier classifier(ClassifierConfig::defaults());
+    const FramePool traffic(std::max(flows, kMaxBurst), 7);
+    std::vector<Result> warm(flows);
+    classifier.classify_burst(traffic.pointers.data(), traffic.lengths.data(), flows, 0, 1,
+                              warm.data());
+    Result out[kMaxBurst];
+    uint32_t next = 0;
+    uint64_t now = 1;
+    for (auto _ : state) {
+        const uint32_t first = flows < kMaxBurst ? 0 : next;
+        std::array<const uint8_t*, kMaxBurst> frames;
+        for (uint32_t i = 0; i < kMaxBurst; ++i)
+            frames[i] = traffic.pointers[flows < kMaxBurst ? (i % flows) : first + i];
+        classifier.classify_burst(frames.data(), &traffic.lengths[0], kMaxBurst, 0, now, out);
+        benchmark::DoNotOptimize(out);
+        next += kMaxBurst;
+        if (next + kMaxBurst > flows) next = 0;
+        now += 10'000;  // 10 us per burst
+    }
+    if (classifier.flows().size() != flows) state.SkipWithError("unexpected flow count");
+    state.SetItemsProcessed(int64_t(state.iterations()) * kMaxBurst);
+}
+BENCHMARK(BM_HitPathAgeing_Burst)->Arg(1)->Arg(4096);
 
 IpPrefix v4_prefix(uint32_t address, uint8_t length) {
     IpPrefix prefix;
