@@ -179,6 +179,11 @@ ApiResult PolicyStore::install(std::shared_ptr<const Policy> policy) {
     version->epoch = epoch_.load(std::memory_order_relaxed) + 1;
     const uint64_t epoch = version->epoch;
     const std::string source = version->policy->source;
+    if (const auto running = current()) {
+        if (std::optional<ApiResult> refused = before_publish(*running, *version)) {
+            return std::move(*refused);
+        }
+    }
     current_.store(std::move(version));
     epoch_.store(epoch, std::memory_order_release);
     return ApiResult::success({{"policy_epoch", epoch}, {"policy_source", source}});

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,23 @@ protected:
     explicit PolicyStore(std::vector<uint16_t> dpdk_port_ids);
     std::chrono::steady_clock::time_point started() const { return started_; }
     const std::vector<uint16_t>& dpdk_port_ids() const { return dpdk_port_ids_; }
+
+    // For a subclass's factory: compiles and publishes the first version (the hook below is
+    // not called for it). Success or the compile errors, as create() reports them.
+    ApiResult install_first(std::shared_ptr<const Policy> policy) {
+        return install(std::move(policy));
+    }
+
+    // Called for every change after `candidate` has parsed and compiled and before it is
+    // published, with the change mutex held (changes are serialised; readers are not
+    // blocked). A daemon applies the candidate to its lcores here. Returning a failure refuses
+    // the change: nothing is published and the failure is the caller's reply.
+    virtual std::optional<ApiResult> before_publish(const PolicyVersion& running,
+                                                    const PolicyVersion& candidate) {
+        (void)running;
+        (void)candidate;
+        return std::nullopt;
+    }
 
 private:
     // Compiles and publishes; returns the error result, or success with the new epoch.
