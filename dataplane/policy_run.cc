@@ -19,13 +19,20 @@
 #include <thread>
 
 #include "control/compile.h"
+#include "control/control_server.h"
 #include "control/policy.h"
+#include "control/telemetry.h"
+#include "dataplane/daemon_control.h"
 #include "dataplane/eal.h"
 #include "dataplane/lcore_plan.h"
 #include "dataplane/packet_meta.h"
 #include "dataplane/port.h"
 #include "dataplane/run_report.h"
 #include "dataplane/stop_signal.h"
+
+#if TWINLANE_METRICS_SERVER
+#include "control/metrics_server.h"
+#endif
 
 namespace twinlane::dataplane {
 namespace {
@@ -373,6 +380,112 @@ bool every_input_is_pcap(const Pipeline& p) {
     return true;
 }
 
+// The daemon's control surfaces around the running pipeline: DaemonApi, control socket,
+// metrics endpoint, DPDK telemetry. Started before the lcores launch, stopped after they return
+// (before the pipeline they read is torn down).
+class ControlSurfaces {
+  public:
+    ~ControlSurfaces() { stop(); }
+
+    bool start(const Pipeline& p, const PolicyRunOptions& options,
+               const std::vector<DaemonLcore>& roles, std::string& error) {
+        DaemonPipeline view;
+        view.dpdk_ports = p.dpdk_ports;
+        for (const auto& e : p.egress)
+            view.egress.push_back(e.get());
+        for (const auto& ctx : p.lcores)
+            view.lcores.push_back(ctx.get());
+        view.roles = roles;
+        DaemonControlOptions daemon_options;
+        daemon_options.explicit_log_level = options.explicit_log_level;
+        auto created = DaemonControl::create(p.policy, std::move(view), daemon_options);
+        if (!created.control) {
+            error = "control: ";
+            for (const std::string& e : created.errors)
+                error += e + "; ";
+            return false;
+        }
+        api_ = std::move(created.control);
+
+        const control::Policy& policy = *p.policy;
+        if (options.control) {
+            control::ControlServerOptions server_options;
+            server_options.socket_path =
+                options.control_socket.value_or(policy.control.socket_path);
+            server_options.socket_mode = policy.control.socket_mode;
+            server_ = std::make_unique<control::ControlServer>(*api_, server_options);
+            if (auto problem = server_->start()) {
+                error = "control socket " + server_options.socket_path + ": " + *problem +
+                        " (--control-socket PATH to use another, --no-control for none)";
+                return false;
+            }
+        }
+        const uint16_t metrics_port = options.metrics_port.value_or(policy.metrics.port);
+        if (policy.metrics.enabled && metrics_port != 0) {
+#if TWINLANE_METRICS_SERVER
+            metrics_ = std::make_unique<control::MetricsServer>(
+                *api_, policy.metrics.listen_address, metrics_port);
+            if (auto problem = metrics_->start()) {
+                error = "metrics on " + policy.metrics.listen_address + ":" +
+                        std::to_string(metrics_port) + ": " + *problem +
+                        " (--metrics-port N to use another, 0 for none)";
+                return false;
+            }
+#else
+            spdlog::warn("metrics: this build has no HTTP server (cpp-httplib); endpoint off");
+#endif
+        }
+        const std::string telemetry = control::register_telemetry(*api_);
+        if (telemetry.empty())
+            telemetry_ = true;
+        else
+            spdlog::warn("DPDK telemetry /twinlane/...: {}", telemetry);
+        return true;
+    }
+
+    // After the lcores have returned; idempotent.
+    void stop() {
+        if (telemetry_) control::unregister_telemetry();
+        telemetry_ = false;
+#if TWINLANE_METRICS_SERVER
+        if (metrics_) metrics_->stop();
+        metrics_.reset();
+#endif
+        if (server_) server_->stop();
+        server_.reset();
+    }
+
+  private:
+    std::unique_ptr<DaemonControl> api_;
+    std::unique_ptr<control::ControlServer> server_;
+#if TWINLANE_METRICS_SERVER
+    std::unique_ptr<control::MetricsServer> metrics_;
+#endif
+    bool telemetry_ = false;
+};
+
+std::vector<DaemonLcore> daemon_roles(const Pipeline& p) {
+    std::vector<DaemonLcore> roles;
+    for (const auto& ctx : p.lcores) {
+        DaemonLcore role;
+        role.lcore = ctx->lcore;
+        role.role = ctx->rx.empty()       ? "scheduler"
+                    : ctx->egress.empty() ? "rx"
+                                          : "run_to_completion";
+        auto add = [&](uint16_t port) {
+            const std::string& name = p.policy->ports[port].name;
+            if (std::find(role.ports.begin(), role.ports.end(), name) == role.ports.end())
+                role.ports.push_back(name);
+        };
+        for (const RxTask& t : ctx->rx)
+            add(t.policy_port);
+        for (const EgressTask* e : ctx->egress)
+            add(e->policy_port);
+        roles.push_back(std::move(role));
+    }
+    return roles;
+}
+
 }  // namespace
 
 int run_with_policy(const PolicyRunOptions& options) {
@@ -388,6 +501,8 @@ int run_with_policy(const PolicyRunOptions& options) {
                       kMaxLanes);
         return 2;
     }
+    if (!options.explicit_log_level)
+        spdlog::set_level(static_cast<spdlog::level::level_enum>(loaded.policy->log_level));
     Eal eal(eal_arguments(*loaded.policy, options.eal_args));
     if (!eal.ok()) {
         spdlog::error("{}", eal.error());
@@ -458,6 +573,12 @@ int run_with_policy(const PolicyRunOptions& options) {
         spdlog::info("{}", roles.back());
     }
 
+    ControlSurfaces surfaces;  // before the lcores launch; stopped after they return
+    if (!surfaces.start(p, options, daemon_roles(p), error)) {
+        spdlog::error("{}", error);
+        return 2;
+    }
+
     const bool idle_exit =
         options.idle_exit_ns != 0 && (!options.idle_exit_auto || every_input_is_pcap(p));
     install_stop_handlers();
@@ -487,6 +608,7 @@ int run_with_policy(const PolicyRunOptions& options) {
         rte_eal_mp_wait_lcore();
         request_stop();  // ends the monitor's idle/duration checks too
     }
+    surfaces.stop();
     const double elapsed_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 

@@ -4,13 +4,16 @@
 // mbuf dynfield → resolve ports by device name (vdevs hot-plugged with rte_dev_probe) → compile the
 // policy with their DPDK port ids → one mempool per NUMA socket (sum of the ports' `mempool`) →
 // start ports → lane rings per (egress port, class) → schedulers, pacers, classifiers →
-// lcore roles (lcore_plan.h) → launch; a monitor thread polls link status, prints periodic
-// stats and detects end of input → stop → report, accounting and mbuf-leak checks.
+// lcore roles (lcore_plan.h) → control surfaces (daemon_control.h: the control socket, the
+// metrics endpoint, DPDK telemetry /twinlane/...) → launch; a monitor thread polls link status,
+// prints periodic stats and detects end of input → stop → control surfaces stopped → report,
+// accounting and mbuf-leak checks.
 // Exit codes: 0 ok, 1 accounting mismatch or mbuf leak, 2 setup error (message names the port
-// or policy field and the reason).
+// or policy field and the reason; also a control socket or metrics port that cannot be served).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +32,10 @@ struct PolicyRunOptions {
     uint64_t duration_ns = 0;        // 0: until signalled / idle
     uint64_t stats_interval_ns = 0;  // 0: no periodic stats
     uint32_t lane_ring_slots = 1024;
+    bool control = true;                        // serve the control socket
+    std::optional<std::string> control_socket;  // instead of the policy's control.socket
+    std::optional<uint16_t> metrics_port;       // instead of the policy's metrics.port; 0: off
+    bool explicit_log_level = false;  // --log-level was given: the policy's log_level is ignored
 };
 
 int run_with_policy(const PolicyRunOptions& options);

@@ -34,6 +34,10 @@ struct RunArgs {
     uint32_t mbufs = 8191;
     std::string idle_exit = "auto";
     bool json = false;
+    std::string control_socket;
+    bool no_control = false;
+    int metrics_port = -1;  // -1: the policy's
+    bool explicit_log_level = false;
     std::vector<std::string> eal_args;
 };
 
@@ -118,6 +122,10 @@ int run_policy(const RunArgs& args) {
     options.duration_ns = static_cast<uint64_t>(args.duration_s * 1e9);
     options.stats_interval_ns = static_cast<uint64_t>(args.stats_interval_s * 1e9);
     options.lane_ring_slots = args.lane_ring_slots;
+    options.control = !args.no_control;
+    if (!args.control_socket.empty()) options.control_socket = args.control_socket;
+    if (args.metrics_port >= 0) options.metrics_port = static_cast<uint16_t>(args.metrics_port);
+    options.explicit_log_level = args.explicit_log_level;
     return run_with_policy(options);
 }
 
@@ -228,8 +236,24 @@ void add_run_command(CLI::App& app, int& exit_code) {
                     "(200 ms for a pcap input, else never)")
         ->capture_default_str();
     cmd->add_flag("--json", args->json, "Print final counters as one JSON object");
+    cmd->add_option("--control-socket", args->control_socket,
+                    "Control socket path instead of the policy's control.socket (-c)")
+        ->check([](const std::string& path) {
+            return path.size() > 1 && path.front() == '/' && path.size() < 108
+                       ? std::string()
+                       : std::string("an absolute path shorter than 108 bytes");
+        });
+    cmd->add_flag("--no-control", args->no_control, "No control socket (-c)");
+    cmd->add_option("--metrics-port", args->metrics_port,
+                    "Metrics HTTP port instead of the policy's metrics.port; 0: off (-c)")
+        ->check(CLI::Range(0, 65535));
     cmd->add_option("eal_args", args->eal_args, "DPDK EAL arguments, after --");
-    cmd->callback([args, &exit_code]() { exit_code = run(*args); });
+    cmd->callback([args, &exit_code, &app]() {
+        // A --log-level given on the command line wins over the policy's log_level.
+        const CLI::Option* level = app.get_option_no_throw("--log-level");
+        args->explicit_log_level = level != nullptr && level->count() > 0;
+        exit_code = run(*args);
+    });
 }
 
 }  // namespace twinlane::dataplane
