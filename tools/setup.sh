@@ -12,6 +12,8 @@ PACKAGES=(
   libpcap-dev libcpp-httplib-dev libnuma-dev libelf-dev zlib1g-dev
   # runtime tools used by tests, benchmarks and the demo
   dpdk python3 python3-matplotlib iproute2 iperf3 sockperf tcpdump libclang-rt-14-dev
+  # end-to-end test (tests/e2e): checksum offload off on the veths
+  ethtool
 )
 
 missing=()

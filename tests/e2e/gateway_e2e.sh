@@ -226,8 +226,8 @@ write_policy() {  # write_policy FILE twinlane|fifo MODE
 version: 1
 log_level: info
 ports:
-  - {name: client, device: "$dev0", rate: ${RATE_MBIT}M, tx_budget: ${E2E_TX_BUDGET:-4KiB}}
-  - {name: server, device: "$dev1", rate: ${RATE_MBIT}M, tx_budget: ${E2E_TX_BUDGET:-4KiB}}
+  - {name: client, device: "$dev0", rate: ${RATE_MBIT}M, tx_budget: ${E2E_TX_BUDGET:-3750B}}
+  - {name: server, device: "$dev1", rate: ${RATE_MBIT}M, tx_budget: ${E2E_TX_BUDGET:-3750B}}
 forwarding:
   - {from: client, to: server}
   - {from: server, to: client}
