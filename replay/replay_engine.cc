@@ -73,15 +73,13 @@ void ReplayEngine::arrive(const PcapRecord& record, uint64_t arrival_ns) {
                                                 static_cast<uint32_t>(s.bytes.size())),
                              options_.ingress_port, arrival_ns);
     s.class_id = r.class_id;
-    s.flow_hash = r.flow_hash;
-    s.job_id = r.job_id;
     s.l3_offset = r.l3_offset;
     s.ip_version = r.ip_version;
-    report_.on_arrival(r.class_id, record.wire_length, arrival_ns, r.flow_hash, r.job_id);
+    s.ticket = report_.on_arrival(r.class_id, record.wire_length, arrival_ns, r.flow_hash, r.job_id);
     if (r.malformed != classifier::MalformedReason::none)
         report_.on_malformed(classifier::to_string(r.malformed));
     if (r.drop) {
-        report_.on_drop(r.class_id, "malformed", arrival_ns, r.flow_hash, r.job_id);
+        report_.on_drop(r.class_id, "malformed", arrival_ns, s.ticket);
         free_slots_.push_back(slot_id);
         return;
     }
@@ -128,7 +126,7 @@ void ReplayEngine::depart(const sched::Packet& packet, uint64_t start_ns) {
     link_free_ns_ = departure;
     const bool marked_here = !s.ce_at_arrival && ce_marked(s);
     report_.on_departure(s.class_id, s.wire_length, s.arrival_ns, departure, marked_here,
-                         s.flow_hash, s.job_id);
+                         s.ticket);
     if (output_ != nullptr) output_->write(departure, s.bytes, s.wire_length);
     free_slots_.push_back(slot_id);
 }
@@ -136,8 +134,7 @@ void ReplayEngine::depart(const sched::Packet& packet, uint64_t start_ns) {
 void ReplayEngine::account_drops(uint64_t now_ns) {
     for (const ReplayDrop& d : drops_) {
         const uint32_t slot_id = slot_of(d.packet);
-        report_.on_drop(slots_[slot_id].class_id, d.reason, now_ns, slots_[slot_id].flow_hash,
-                        slots_[slot_id].job_id);
+        report_.on_drop(slots_[slot_id].class_id, d.reason, now_ns, slots_[slot_id].ticket);
         free_slots_.push_back(slot_id);
     }
     drops_.clear();

@@ -49,8 +49,7 @@ private:
         std::vector<uint8_t> bytes;
         uint64_t arrival_ns = 0;
         uint32_t wire_length = 0;
-        uint32_t flow_hash = 0;
-        uint32_t job_id = 0;
+        ReplayReport::Ticket ticket;  // the report's fairness members, looked up once
         uint16_t l3_offset = 0;
         uint8_t ip_version = 0;
         uint8_t class_id = 0;

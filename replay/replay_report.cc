@@ -32,28 +32,27 @@ ReplayReport::ReplayReport(std::string discipline, uint64_t link_rate_bps,
     }
 }
 
-void ReplayReport::Group::arrive(uint32_t key) {
+ReplayReport::Member* ReplayReport::Group::arrive(uint32_t key) {
     Member& m = members[key];
     if (m.queued++ == 0) {
         ++backlogged;
         m.credit_start = virtual_bytes;
     }
+    return &m;
 }
 
-void ReplayReport::Group::leave(uint32_t key) {
-    auto it = members.find(key);
-    if (it == members.end() || it->second.queued == 0) return;
-    Member& m = it->second;
+void ReplayReport::Group::leave(Member& m) {
+    if (m.queued == 0) return;
     if (--m.queued == 0) {
         --backlogged;
         m.credit += virtual_bytes - m.credit_start;
     }
 }
 
-void ReplayReport::Group::depart(uint32_t key, uint32_t bytes) {
+void ReplayReport::Group::depart(Member& m, uint32_t bytes) {
     if (backlogged != 0) virtual_bytes += static_cast<double>(bytes) / static_cast<double>(backlogged);
-    members[key].served += bytes;
-    leave(key);
+    m.served += bytes;
+    leave(m);
 }
 
 double ReplayReport::Group::jain() const {
@@ -70,11 +69,13 @@ double ReplayReport::Group::jain() const {
     return n == 0 || sum_sq == 0 ? 0 : sum * sum / (static_cast<double>(n) * sum_sq);
 }
 
-void ReplayReport::on_arrival(uint8_t class_id, uint32_t frame_bytes, uint64_t now_ns,
-                              uint32_t flow_hash, uint32_t job_id) {
+ReplayReport::Ticket ReplayReport::on_arrival(uint8_t class_id, uint32_t frame_bytes,
+                                              uint64_t now_ns, uint32_t flow_hash,
+                                              uint32_t job_id) {
+    Ticket ticket;
     if (class_id == bulk_class_) {
-        bulk_flows_.arrive(flow_hash);
-        bulk_jobs_.arrive(job_id);
+        ticket.flow = bulk_flows_.arrive(flow_hash);
+        ticket.job = bulk_jobs_.arrive(job_id);
     }
     ++rx_packets_;
     first_arrival_ns_ = std::min(first_arrival_ns_, now_ns);
@@ -82,6 +83,7 @@ void ReplayReport::on_arrival(uint8_t class_id, uint32_t frame_bytes, uint64_t n
     ++c.rx_packets;
     c.rx_bytes += frame_bytes;
     if (c.queued++ == 0) c.backlog_since_ns = now_ns;
+    return ticket;
 }
 
 void ReplayReport::leave_queue(ClassStats& c, uint64_t now_ns) {
@@ -90,11 +92,9 @@ void ReplayReport::leave_queue(ClassStats& c, uint64_t now_ns) {
 }
 
 void ReplayReport::on_drop(uint8_t class_id, const char* reason, uint64_t now_ns,
-                           uint32_t flow_hash, uint32_t job_id) {
-    if (class_id == bulk_class_) {
-        bulk_flows_.leave(flow_hash);
-        bulk_jobs_.leave(job_id);
-    }
+                           Ticket ticket) {
+    if (ticket.flow != nullptr) bulk_flows_.leave(*ticket.flow);
+    if (ticket.job != nullptr) bulk_jobs_.leave(*ticket.job);
     ++dropped_by_reason_[reason];
     ClassStats& c = classes_.at(class_id);
     ++c.drops;
@@ -102,8 +102,7 @@ void ReplayReport::on_drop(uint8_t class_id, const char* reason, uint64_t now_ns
 }
 
 void ReplayReport::on_departure(uint8_t class_id, uint32_t frame_bytes, uint64_t arrival_ns,
-                                uint64_t departure_ns, bool ecn_marked_here, uint32_t flow_hash,
-                                uint32_t job_id) {
+                                uint64_t departure_ns, bool ecn_marked_here, Ticket ticket) {
     ++tx_packets_;
     ClassStats& c = classes_.at(class_id);
     ++c.tx_packets;
@@ -124,10 +123,8 @@ void ReplayReport::on_departure(uint8_t class_id, uint32_t frame_bytes, uint64_t
             classes_[i].backlogged_others_wire_bytes += wire;
     }
     leave_queue(c, departure_ns);
-    if (class_id == bulk_class_) {
-        bulk_flows_.depart(flow_hash, frame_bytes);
-        bulk_jobs_.depart(job_id, frame_bytes);
-    }
+    if (ticket.flow != nullptr) bulk_flows_.depart(*ticket.flow, frame_bytes);
+    if (ticket.job != nullptr) bulk_jobs_.depart(*ticket.job, frame_bytes);
 }
 
 void ReplayReport::on_finish(uint64_t queued_at_end, uint64_t end_ns) {
