@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The control surfaces of a running daemon (`twinlane run -c`, traffic from flow_stream.py):
+#  - twinlanectl status / stats classes / stats ports / flows --top 5 / watch --count 2 print
+#    live numbers (roles from the lcore plan, class counters that grow, the training flows),
+#  - GET /metrics on 127.0.0.1 (--metrics-port) has twinlane_ class counters that grow with
+#    traffic, and the port rates are non-zero,
+#  - DPDK telemetry /twinlane/stats/classes answers on the EAL's telemetry socket,
+#  - after SIGTERM the socket is gone and twinlanectl exits 3 saying the daemon is not running.
+# Usage: live_control_test.sh TWINLANE TWINLANECTL
+source "$(dirname "$0")/lib.sh"
+twinlane=$(realpath "$1")
+twinlanectl=$(realpath "$2")
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$WORK"
+
+daemon=""
+writer=""
+cleanup() {
+    [ -n "$writer" ] && kill "$writer" 2>/dev/null
+    [ -n "$daemon" ] && kill -KILL "$daemon" 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# Not running yet: exit 3 and a clear message.
+rc=0
+"$twinlanectl" -s "$WORK/twinlane.sock" status >none.txt 2>&1 || rc=$?
+[ "$rc" -eq 3 ] || fail "twinlanectl without a daemon exited $rc: $(cat none.txt)"
+grep -q "twinlane daemon not running at $WORK/twinlane.sock" none.txt ||
+    fail "no clear message without a daemon: $(cat none.txt)"
+
+mkfifo in.fifo
+sed -e "s#WORK#$WORK#g" -e "s/METRICS/true/" "$here/hitless_a.yaml" >policy.yaml
+metrics_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+prefix="tl-live-$$"
+EAL=("${EAL_BASE[@]}" --lcores '0@(0-1),1@(0-1)' --file-prefix "$prefix")
+
+python3 "$here/flow_stream.py" write in.fifo --seconds 100 --stop-file stop \
+    --summary summary.json &
+writer=$!
+"$twinlane" run --json --idle-exit never --lane-ring-slots 32768 --metrics-port "$metrics_port" \
+    -c policy.yaml -- "${EAL[@]}" >report.json 2>daemon.log &
+daemon=$!
+for _ in $(seq 200); do
+    [ -S twinlane.sock ] && break
+    kill -0 "$daemon" 2>/dev/null || fail "daemon exited at start: $(cat daemon.log)"
+    sleep 0.1
+done
+[ -S twinlane.sock ] || fail "no control socket after 20 s: $(cat daemon.log)"
+ctl() { timeout 60 "$twinlanectl" -s "$WORK/twinlane.sock" --timeout 30s "$@"; }
+sleep 1.5  # traffic through, and one rate sample
+
+ctl status >status.txt || fail "status failed"
+grep -q "policy policy.yaml (epoch 1), log level info" status.txt || fail "status: $(cat status.txt)"
+grep -Eq "^0 +rx +in" status.txt && grep -Eq "^1 +scheduler +out" status.txt ||
+    fail "status lacks the lcore roles: $(cat status.txt)"
+grep -Eq "^out +1 .* up " status.txt || fail "status lacks port out, link up: $(cat status.txt)"
+
+ctl stats classes >classes1.txt || fail "stats classes failed"
+ctl flows --top 5 >flows.txt || fail "flows failed"
+[ "$(grep -c ':4791 ' flows.txt)" -eq 4 ] || fail "flows --top 5 lacks the 4 training flows: $(cat flows.txt)"
+[ "$(wc -l <flows.txt)" -eq 6 ] || fail "flows --top 5 is not a header and 5 flows: $(cat flows.txt)"
+ctl -j stats ports >ports.json || fail "stats ports failed"
+ctl watch --interval 500ms --count 2 >watch.txt || fail "watch failed"
+[ "$(grep -c '^CLASS' watch.txt)" -eq 2 ] || fail "watch --count 2 printed: $(cat watch.txt)"
+grep -q "OUT RATE" watch.txt || fail "watch has no rate column: $(cat watch.txt)"
+python3 - classes1.txt ports.json <<'PY' || fail "live counters: $(cat classes1.txt ports.json)"
+import json, sys
+rows = {l.split()[0]: l.split() for l in open(sys.argv[1]) if l.strip()}
+for cls in ("inference", "training", "other"):
+    assert int(rows[cls][1]) > 0, rows[cls]  # PKTS IN
+ports = json.load(open(sys.argv[2]))
+assert ports[0]["name"] == "in" and ports[0]["rx_packets"] > 0, ports
+assert ports[1]["tx_packets"] > 0 and ports[1]["tx_bits_per_sec"] > 1_000_000, ports
+PY
+
+# Metrics twice, a second apart: the class counters grow.
+python3 - "$metrics_port" <<'PY' || fail "metrics"
+import re, sys, time, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/metrics"
+def scrape():
+    text = urllib.request.urlopen(url, timeout=30).read().decode()
+    assert "# TYPE twinlane_class_classified_packets_total counter" in text, text[:500]
+    assert re.search(r"^twinlane_up 1$", text, re.M), "twinlane_up"
+    assert re.search(r"^twinlane_scrape_error\{[^}]*\} 0$", text, re.M), "scrape errors"
+    assert not re.search(r"^twinlane_scrape_error\{[^}]*\} 1$", text, re.M), "scrape error 1"
+    return {m[0]: int(m[1]) for m in re.findall(
+        r'^twinlane_class_classified_packets_total\{class="(\w+)"\} (\d+)$', text, re.M)}
+first = scrape()
+time.sleep(1)
+second = scrape()
+assert set(first) == {"inference", "training", "other"}, first
+for cls in first:
+    assert second[cls] > first[cls] > 0, (cls, first, second)
+print(f"metrics: training classified {first['training']} -> {second['training']}")
+PY
+
+# DPDK telemetry on this EAL's runtime directory.
+python3 - "/var/run/dpdk/$prefix/dpdk_telemetry.v2" <<'PY' || fail "telemetry"
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(30)
+s.connect(sys.argv[1])
+s.recv(1024)  # greeting
+s.send(b"/twinlane/stats/classes")
+reply = json.loads(s.recv(65536))["/twinlane/stats/classes"]
+assert reply["training"]["classified_packets"] > 0, reply
+PY
+
+touch stop
+wait "$writer"
+writer=""
+kill -TERM "$daemon"
+rc=0
+wait "$daemon" || rc=$?
+daemon=""
+[ "$rc" -eq 0 ] || fail "daemon exited $rc: $(tail -20 daemon.log)"
+rc=0
+"$twinlanectl" -s "$WORK/twinlane.sock" stats classes >gone.txt 2>&1 || rc=$?
+[ "$rc" -eq 3 ] || fail "twinlanectl after the daemon stopped exited $rc: $(cat gone.txt)"
+grep -q "twinlane daemon not running" gone.txt || fail "after stop: $(cat gone.txt)"
+echo "PASS: status, stats, flows --top 5, watch --count 2, /metrics (class counters grow)," \
+     "telemetry /twinlane/stats/classes on a running daemon; exit 3 with no daemon"
