@@ -6,9 +6,9 @@
 // document (control/policy_document.h), re-parses and re-compiles it, and publishes the result
 // only if both succeed: a rejected change leaves the running version untouched and returns
 // every problem found. Published versions are immutable; readers take a shared_ptr snapshot
-// (current()) and keep it as long as they need. epoch() is a cheap atomic the lcores poll
-// between bursts: when it moved, they fetch current() and apply it (Scheduler::apply for
-// parameter changes, Classifier::use_rules for rules).
+// (current()) and keep it as long as they need. A subclass may gate publishing with
+// before_publish(): the realtime daemon (dataplane/daemon_control.h) hands the candidate to
+// its lcores there and refuses it if they cannot take it.
 //
 // Statistics report the policy's topology with zero counters (there is no traffic here); the
 // daemon overrides stats()/flows_top()/status() and builds them with control/stats_json.h.
