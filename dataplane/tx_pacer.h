@@ -9,6 +9,14 @@
 // clock). If the real NIC is slower than modelled, it refuses packets and the caller re-offers
 // them; the model is then an under-estimate only until the NIC catches up.
 //
+// Like BQL, the budget adapts to how often the caller comes back: if one pass of the lcore loop
+// takes longer than the budget lasts at the port rate (AF_XDP on veth: a syscall per TX burst,
+// tens of microseconds), a fixed budget would cap throughput at budget / pass time. So the
+// effective budget is the larger of the configured one and twice what the link drains during
+// the last interval between calls (capped at kMaxPassNs of link time; twice, so whole frames
+// always fit), which keeps the link busy without letting a fast loop build a deeper NIC
+// backlog than configured.
+//
 // Pure logic over an explicit clock (ns): no DPDK here. One instance per egress port, owned by
 // its scheduler lcore. Not thread-safe.
 #pragma once
@@ -22,14 +30,24 @@ class TxPacer {
 public:
     // Wire overhead per frame not in its length: FCS, preamble + SFD, inter-frame gap.
     static constexpr uint32_t kFrameOverheadBytes = 4 + 8 + 12;
+    // Longest loop pass the budget grows to cover (link time).
+    static constexpr uint64_t kMaxPassNs = 1'000'000;
 
     TxPacer(uint64_t rate_bits_per_sec, uint64_t budget_bytes)
         : rate_bits_per_sec_(rate_bits_per_sec), budget_bytes_(budget_bytes) {}
 
     // Bytes that may be handed to the NIC now (0 while the modelled backlog is at the budget).
     uint64_t allowance_bytes(uint64_t now_ns) {
+        if (last_call_ns_ == kNoCall || now_ns > last_call_ns_) {  // a new pass (calls may share one)
+            if (last_call_ns_ != kNoCall) {
+                const uint64_t pass_ns = std::min(now_ns - last_call_ns_, kMaxPassNs);
+                pass_budget_bytes_ = 2 * pass_ns * rate_bits_per_sec_ / 8'000'000'000ULL;
+            }
+            last_call_ns_ = now_ns;
+        }
         drain(now_ns);
-        return backlog_bytes_ >= budget_bytes_ ? 0 : budget_bytes_ - backlog_bytes_;
+        const uint64_t budget = std::max(budget_bytes_, pass_budget_bytes_);
+        return backlog_bytes_ >= budget ? 0 : budget - backlog_bytes_;
     }
 
     // Records a frame of `frame_bytes` accepted by the NIC.
@@ -81,6 +99,9 @@ private:
     uint64_t budget_bytes_;
     uint64_t backlog_bytes_ = 0;
     uint64_t last_ns_ = 0;
+    static constexpr uint64_t kNoCall = UINT64_MAX;
+    uint64_t last_call_ns_ = kNoCall;
+    uint64_t pass_budget_bytes_ = 0;
     uint64_t remainder_ = 0;  // bit-nanoseconds drained but not yet a whole byte
 };
 
