@@ -74,7 +74,10 @@ public:
     Result classify(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
                     uint16_t ingress_port, uint64_t now_ns);
 
-    // Classifies `count` frames into out[0..count), then runs one bounded ageing step.
+    // Classifies `count` frames into out[0..count), then runs one bounded ageing step
+    // (aging_scan_per_burst entries). A new sweep of the table starts at most every
+    // flow_idle_timeout_ns / 4, or at once when the table is full, so an idle flow goes
+    // between 1 and ~1.25 timeouts (plus one sweep) after its last packet.
     void classify_burst(const uint8_t* const* frames, const uint32_t* lengths, uint32_t count,
                         uint16_t ingress_port, uint64_t now_ns, Result* out) {
         classify_burst(frames, lengths, lengths, count, ingress_port, now_ns, out);
@@ -127,6 +130,8 @@ private:
     FragmentCache fragments_;
     ClassifierCounters counters_;
     std::array<Prepared, kPipelineDepth> pipeline_{};
+    bool swept_ = false;          // classify_burst has started an ageing sweep
+    uint64_t sweep_start_ns_ = 0;  // when it started the current one
 };
 
 }  // namespace twinlane::classifier

@@ -96,6 +96,9 @@ public:
 
     void clear();
 
+    // True when the next expire() call starts a new sweep of the table from its first entry.
+    bool at_sweep_start() const { return aging_cursor_ == 0 || aging_cursor_ >= high_water_; }
+
     template <typename Visitor>
     void for_each(Visitor&& visit) const {
         for (const FlowEntry& entry : entries_) {
