@@ -131,7 +131,7 @@ void ReplayEngine::depart(const sched::Packet& packet, uint64_t start_ns) {
     free_slots_.push_back(slot_id);
 }
 
-void ReplayEngine::account_drops(uint64_t now_ns) {
+void ReplayEngine::report_drops(uint64_t now_ns) {
     for (const ReplayDrop& d : drops_) {
         const uint32_t slot_id = slot_of(d.packet);
         report_.on_drop(slots_[slot_id].class_id, d.reason, now_ns, slots_[slot_id].ticket);

@@ -60,7 +60,13 @@ private:
     // Transmits packets whose transmission can start before `until_ns`.
     void transmit_until(uint64_t until_ns);
     void depart(const sched::Packet& packet, uint64_t start_ns);
-    void account_drops(uint64_t now_ns);
+    // Reports and frees what the discipline dropped; called up to three times per packet and
+    // almost always with nothing to do, hence the inline empty check.
+    // measured (callgrind, replay_bench): offer 2055 -> 2021 instructions/packet.
+    void account_drops(uint64_t now_ns) {
+        if (!drops_.empty()) report_drops(now_ns);
+    }
+    void report_drops(uint64_t now_ns);
     uint32_t take_slot();
     bool ce_marked(const Slot& slot) const;
 
