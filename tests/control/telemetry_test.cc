@@ -84,14 +84,18 @@ TEST_F(TelemetryTest, CommandsAnswerFromTheApi) {
     ASSERT_TRUE(inference.is_object()) << classes.dump();
     EXPECT_EQ(inference["classified_packets"], 100);
     EXPECT_EQ(inference["queue_packets_out"], 100) << inference.dump();
-    EXPECT_EQ(inference["queue_drops_queue_full_packets"], nullptr);  // one level only
+    // One level only: nested objects are flattened, deeper ones left out. (A const json's
+    // operator[] on a missing key is undefined, so ask contains().)
+    EXPECT_FALSE(inference.contains("queue_drops_queue_full_packets")) << inference.dump();
 
     const json ports = query("/twinlane/stats/ports");
     EXPECT_EQ(ports["/twinlane/stats/ports"]["west"]["rx_packets"], 10) << ports.dump();
 
     unregister_telemetry();
     const json gone = query("/twinlane/status");
-    EXPECT_TRUE(gone["/twinlane/status"].contains("error")) << gone.dump();
+    ASSERT_TRUE(gone.is_object()) << gone.dump();
+    EXPECT_FALSE(gone.contains("/twinlane/status") && gone["/twinlane/status"].contains("policy_source"))
+        << gone.dump();
 }
 
 }  // namespace
