@@ -11,33 +11,37 @@ root=$PWD
 tools/setup.sh || exit 1
 build=${BUILD_DIR:-build}
 
-configure() {  # configure DIR [meson options...]
-    local dir=$1
-    shift
+configure() {  # configure DIR BUILDTYPE [meson options...]
+    local dir=$1 buildtype=$2
+    shift 2
     if [ -f "$dir/build.ninja" ]; then
-        meson configure "$dir" "$@" >/dev/null || return 1
+        meson configure "$dir" --buildtype="$buildtype" "$@" >/dev/null || return 1
     else
-        meson setup "$dir" --buildtype=release "$@" >/dev/null || return 1
+        meson setup "$dir" --buildtype="$buildtype" "$@" >/dev/null || return 1
     fi
 }
 
-run_suite() {  # run_suite DIR: prints meson's summary, leaves logs in DIR/meson-logs
+run_suite() {  # run_suite DIR [meson test args]: prints meson's summary, logs in DIR/meson-logs
     local dir=$1
+    shift
     ninja -C "$dir" || return 1
-    meson test -C "$dir" --num-processes 2 --print-errorlogs --no-rebuild >"$dir/meson-logs/test-output.txt" 2>&1
+    meson test -C "$dir" --num-processes 2 --print-errorlogs --no-rebuild "$@" \
+        >"$dir/meson-logs/test-output.txt" 2>&1
     local rc=$?
     grep -E '^ *[0-9]+/[0-9]+ ' "$dir/meson-logs/test-output.txt"
     [ $rc -eq 0 ] || sed -n '/stdout:/,$p' "$dir/meson-logs/test-output.txt" | tail -80
     return 0
 }
 
-configure "$build" || { echo "tests: 0 passed, 1 failed"; exit 1; }
+configure "$build" release || { echo "tests: 0 passed, 1 failed"; exit 1; }
 run_suite "$build" || { echo "build failed"; echo "tests: 0 passed, 1 failed"; exit 1; }
 logs=("$build/meson-logs")
 
 if [ "${SANITIZE:-0}" = 1 ]; then
-    configure "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false || exit 1
-    run_suite "$build-asan" || { echo "tests: 0 passed, 1 failed"; exit 1; }
+    configure "$build-asan" debugoptimized -Db_sanitize=address,undefined -Db_lundef=false ||
+        exit 1
+    # The fuzzer already runs with its own sanitizers; the end-to-end test is opt-in.
+    run_suite "$build-asan" --no-suite fuzz --no-suite e2e || { echo "tests: 0 passed, 1 failed"; exit 1; }
     logs+=("$build-asan/meson-logs")
 fi
 
