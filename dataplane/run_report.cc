@@ -56,7 +56,8 @@ nlohmann::json to_json(const RunReport& r) {
           {"sched_enqueue", per_packet(st[2], st[3])},
           {"sched_dequeue_tx", per_packet(st[4], st[5])}}},
         {"tsc_hz", r.tsc_hz},
-        {"mbufs", {{"in_use_start", r.mbufs_in_use_start}, {"in_use_end", r.mbufs_in_use_end}}}};
+        {"mbufs", {{"in_use_start", r.mbufs_in_use_start}, {"in_use_end", r.mbufs_in_use_end},
+                    {"held_by_af_xdp", r.mbufs_held_by_af_xdp}}}};
 }
 
 void row(const char* label, uint64_t packets, uint64_t bytes) {
@@ -108,9 +109,13 @@ void print_report(const RunReport& r, bool json) {
                 per_packet(st[0], st[1]), per_packet(st[2], st[3]), per_packet(st[4], st[5]));
     for (const std::string& role : r.lcore_roles)
         std::printf("  %s\n", role.c_str());
-    std::printf("  mbufs in use: %llu at start, %llu at end\n",
+    std::printf("  mbufs in use: %llu at start, %llu at end",
                 static_cast<unsigned long long>(r.mbufs_in_use_start),
                 static_cast<unsigned long long>(r.mbufs_in_use_end));
+    if (r.mbufs_held_by_af_xdp != 0)
+        std::printf(" (af_xdp rings may keep up to %llu)",
+                    static_cast<unsigned long long>(r.mbufs_held_by_af_xdp));
+    std::printf("\n");
     std::fflush(stdout);
 }
 
