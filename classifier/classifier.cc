@@ -89,11 +89,15 @@ FlowDecision Classifier::decide(const PacketKey& key) const {
     return decision;
 }
 
-void Classifier::update_flow(FlowEntry& entry, uint32_t wire_length, uint64_t now_ns,
-                             bool fresh) {
+// The flow-state step of a packet that has an entry: `fresh` for the flow's first packet (the
+// entry was just inserted), else a hit. Inlined into both callers so each gets its own copy.
+__attribute__((always_inline)) inline void Classifier::touch_flow(FlowEntry& entry,
+                                                                  uint32_t wire_length,
+                                                                  uint64_t now_ns, bool fresh) {
+    const uint64_t last_seen_ns = entry.last_seen_ns;
     const uint64_t gap = fresh ? ~uint64_t{0}
-                               : (now_ns > entry.last_seen_ns ? now_ns - entry.last_seen_ns : 0);
-    if (fresh || entry.rules_epoch != rules_epoch_) {
+                               : (now_ns > last_seen_ns ? now_ns - last_seen_ns : 0);
+    if (fresh || entry.rules_epoch != rules_epoch_) [[unlikely]] {
         entry.decision = decide(entry.key);
         entry.rules_epoch = rules_epoch_;
     }
@@ -103,7 +107,7 @@ void Classifier::update_flow(FlowEntry& entry, uint32_t wire_length, uint64_t no
     }
     ++entry.packets;
     entry.bytes += wire_length;
-    if (now_ns > entry.last_seen_ns) entry.last_seen_ns = now_ns;
+    if (now_ns > last_seen_ns) entry.last_seen_ns = now_ns;
 
     FlowDecision desired = entry.decision;
     if (config_.elephant_threshold_bytes != 0 && entry.decision.source != MatchSource::rule) {
@@ -145,12 +149,37 @@ void Classifier::update_flow(FlowEntry& entry, uint32_t wire_length, uint64_t no
     entry.applied = desired;
 }
 
-void Classifier::prepare(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
-                         uint16_t ingress_port, Prepared& prepared) const {
-    const ParsedPacket& p = prepared.parsed;
-    parse_packet(frame, header_bytes, wire_length, parser_options_, prepared.parsed);
-    // Same layout as make_key(), built straight from the parse result (no KeyFields copy).
+__attribute__((always_inline)) inline void Classifier::prepare(const uint8_t* frame,
+                                                               uint32_t header_bytes,
+                                                               uint32_t wire_length,
+                                                               uint16_t ingress_port,
+                                                               Prepared& prepared) {
     PacketKey& key = prepared.key;
+    SimpleIpv4 simple;
+    if (parse_simple_ipv4(frame, header_bytes, wire_length, parser_options_, simple))
+        [[likely]] {
+        // Same layout as make_key() (see packet_key.h): untagged IPv4, no RoCE.
+        key.words[0] = uint64_t{simple.src_ipv4} << 32;
+        key.words[1] = 0;
+        key.words[2] = uint64_t{simple.dst_ipv4} << 32;
+        key.words[3] = 0;
+        key.words[4] = (uint64_t{ingress_port} << 48) | (uint64_t{simple.src_port} << 16) |
+                       simple.dst_port;
+        key.words[5] = (uint64_t{simple.ip_protocol} << 56) |
+                       (uint64_t{uint8_t(simple.traffic_class >> 2)} << 48) | (uint64_t{4} << 40);
+        prepared.fragment_id = 0;
+        prepared.l3_offset = 14;
+        prepared.ip_version = 4;
+        prepared.dscp = simple.traffic_class >> 2;
+        prepared.ecn = simple.traffic_class & 3;
+        prepared.malformed = MalformedReason::none;
+        prepared.fragment = Fragment::none;
+        prepared.hash = hash_key(key);
+        return;
+    }
+    const ParsedPacket& p = parsed_;
+    parse_packet(frame, header_bytes, wire_length, parser_options_, parsed_);
+    // Same layout as make_key(), built straight from the parse result (no KeyFields copy).
     if (p.flow_ip_version == 6) {
         key.words[0] = load_be64(p.src_address.data());
         key.words[1] = load_be64(p.src_address.data() + 8);
@@ -169,31 +198,39 @@ void Classifier::prepare(const uint8_t* frame, uint32_t header_bytes, uint32_t w
     key.words[5] = (uint64_t{p.ip_protocol} << 56) | (uint64_t{p.flow_dscp} << 48) |
                    (uint64_t{p.flow_ip_version} << 40) | (uint64_t{p.roce ? 1u : 0u} << 32) |
                    (p.dest_qp & 0xFFFFFFu);
-    prepared.hash = hash_key(prepared.key);
+    prepared.fragment_id = p.fragment_id;
+    prepared.l3_offset = p.l3_offset;
+    prepared.ip_version = p.ip_version;
+    prepared.dscp = p.dscp;
+    prepared.ecn = p.ecn;
+    prepared.malformed = p.malformed;
+    prepared.fragment = p.fragment;
+    prepared.hash = hash_key(key);
 }
 
-void Classifier::finish(const Prepared& prepared, uint32_t wire_length, uint64_t now_ns,
-                        Result& result) {
-    const ParsedPacket& p = prepared.parsed;
-    result = Result{};
-    if (p.malformed != MalformedReason::none) {
+__attribute__((always_inline)) inline void Classifier::finish(const Prepared& p,
+                                                              uint32_t wire_length,
+                                                              uint64_t now_ns, Result& out) {
+    Result result;
+    if (p.malformed != MalformedReason::none) [[unlikely]] {
         ++counters_.malformed[size_t(p.malformed)];
         result.malformed = p.malformed;
         result.source = MatchSource::malformed;
         result.class_id = config_.default_class;
         result.drop = config_.malformed_policy == MalformedPolicy::drop;
         count(result, wire_length);
+        out = result;
         return;
     }
     result.l3_offset = p.l3_offset;
     result.ip_version = p.ip_version;
     result.dscp = p.dscp;
     result.ecn_capable = p.ip_version != 0 && p.ecn != 0;
-    result.flow_hash = prepared.hash;
+    result.flow_hash = p.hash;
 
     FlowDecision applied;
-    if (p.fragment == Fragment::later) {
-        const PacketKey datagram = FragmentCache::datagram_key(prepared.key, p.fragment_id);
+    if (p.fragment == Fragment::later) [[unlikely]] {
+        const PacketKey datagram = FragmentCache::datagram_key(p.key, p.fragment_id);
         if (const FragmentDecision* first = fragments_.recall(datagram, now_ns)) {
             ++counters_.fragments_followed;
             applied = first->decision;
@@ -201,32 +238,32 @@ void Classifier::finish(const Prepared& prepared, uint32_t wire_length, uint64_t
             result.flow_hash = first->flow_hash;
         } else {
             ++counters_.fragments_unmatched;
-            applied = decide(prepared.key);  // 3-tuple: a later fragment carries no ports
+            applied = decide(p.key);  // 3-tuple: a later fragment carries no ports
         }
     } else {
-        FlowEntry* entry = nullptr;
-        bool fresh = false;
-        if (flows_.capacity() != 0) {
-            entry = flows_.find(prepared.key, prepared.hash);
-            if (entry == nullptr) {
-                entry = flows_.insert(prepared.key, prepared.hash);
+        FlowEntry* entry = flows_.capacity() != 0 ? flows_.find(p.key, p.hash) : nullptr;
+        if (entry != nullptr) [[likely]] {
+            touch_flow(*entry, wire_length, now_ns, false);
+            applied = entry->applied;
+        } else {
+            if (flows_.capacity() != 0) {
+                entry = flows_.insert(p.key, p.hash);
                 if (entry != nullptr) {
                     ++counters_.flow_inserts;
-                    fresh = true;
                 } else {
                     ++counters_.flow_overflows;
                 }
             }
+            if (entry != nullptr) {
+                touch_flow(*entry, wire_length, now_ns, true);
+                applied = entry->applied;
+            } else {
+                applied = decide(p.key);
+            }
         }
-        if (entry != nullptr) {
-            update_flow(*entry, wire_length, now_ns, fresh);
-            applied = entry->applied;
-        } else {
-            applied = decide(prepared.key);
-        }
-        if (p.fragment == Fragment::first) {
-            const PacketKey datagram = FragmentCache::datagram_key(prepared.key, p.fragment_id);
-            fragments_.remember(datagram, {applied, prepared.hash}, now_ns,
+        if (p.fragment == Fragment::first) [[unlikely]] {
+            const PacketKey datagram = FragmentCache::datagram_key(p.key, p.fragment_id);
+            fragments_.remember(datagram, {applied, p.hash}, now_ns,
                                 config_.fragment_timeout_ns);
         }
     }
@@ -236,9 +273,11 @@ void Classifier::finish(const Prepared& prepared, uint32_t wire_length, uint64_t
     result.remark_dscp = applied.remark_dscp;
     result.source = applied.source;
     count(result, wire_length);
+    out = result;
 }
 
-void Classifier::count(const Result& result, uint32_t wire_length) {
+__attribute__((always_inline)) inline void Classifier::count(const Result& result,
+                                                             uint32_t wire_length) {
     ClassCounters& per_class = counters_.per_class[result.class_id];
     ++per_class.packets;
     per_class.bytes += wire_length;
@@ -253,10 +292,9 @@ void Classifier::count(const Result& result, uint32_t wire_length) {
 
 Result Classifier::classify(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
                             uint16_t ingress_port, uint64_t now_ns) {
-    // The burst pipeline's first slot as scratch: a local Prepared was zero-initialised per
-    // call (~130 bytes) only to be overwritten by prepare().
-    // measured (callgrind, replay_bench): classify 544 -> 522 instructions/packet.
-    Prepared& prepared = pipeline_[0];
+    // The burst group's first slot as scratch: a local Prepared was zero-initialised per call
+    // only to be overwritten by prepare().
+    Prepared& prepared = group_[0];
     prepare(frame, header_bytes, wire_length, ingress_port, prepared);
     Result result;
     finish(prepared, wire_length, now_ns, result);
@@ -266,27 +304,22 @@ Result Classifier::classify(const uint8_t* frame, uint32_t header_bytes, uint32_
 void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* header_bytes,
                                 const uint32_t* wire_lengths, uint32_t count,
                                 uint16_t ingress_port, uint64_t now_ns, Result* out) {
-    // Leads (4, 8) measured best of {(4, 8), (8, 16)} on this 2-vCPU VM.
-    // Software pipeline over the burst: packet i is parsed and its index slot prefetched,
-    // packet i - kSlotLead has its entry prefetched (its slot has arrived by then), and packet
-    // i - kEntryLead is classified. The flow table's two dependent cache misses then overlap
-    // with other packets' work instead of stalling one packet at a time. Measured in
-    // classifier_bench (BM_HitPath_Burst vs BM_HitPath_Single, 1M flows): see README.md.
-    constexpr uint32_t kRing = kPipelineDepth;
-    std::array<Prepared, kRing>& prepared = pipeline_;  // packet i lives in prepared[i % kRing]
+    // Group prefetch (as DPDK's rte_hash_lookup_bulk): parse and hash the whole group and
+    // prefetch every index slot, then (slots arrived meanwhile) prefetch every entry, then
+    // classify. Up to 2 x kGroup misses are in flight at once instead of a few.
     const bool cached = flows_.capacity() != 0;
-    for (uint32_t i = 0; i < count + kEntryLead; ++i) {
-        if (i < count) {
-            Prepared& next = prepared[i % kRing];
-            prepare(frames[i], header_bytes[i], wire_lengths[i], ingress_port, next);
-            if (cached) flows_.prefetch(next.hash);
+    for (uint32_t base = 0; base < count; base += kGroup) {
+        const uint32_t n = count - base < kGroup ? count - base : kGroup;
+        for (uint32_t i = 0; i < n; ++i) {
+            const uint32_t k = base + i;
+            prepare(frames[k], header_bytes[k], wire_lengths[k], ingress_port, group_[i]);
+            if (cached) flows_.prefetch(group_[i].hash);
         }
-        if (cached && i >= kSlotLead && i - kSlotLead < count) {
-            flows_.prefetch_entry(prepared[(i - kSlotLead) % kRing].hash);
+        if (cached) {
+            for (uint32_t i = 0; i < n; ++i) flows_.prefetch_entry(group_[i].hash);
         }
-        if (i >= kEntryLead) {
-            const uint32_t done = i - kEntryLead;
-            finish(prepared[done % kRing], wire_lengths[done], now_ns, out[done]);
+        for (uint32_t i = 0; i < n; ++i) {
+            finish(group_[i], wire_lengths[base + i], now_ns, out[base + i]);
         }
     }
     if (cached && config_.aging_scan_per_burst != 0) {

@@ -101,22 +101,30 @@ public:
     const ClassifierConfig& config() const { return config_; }
 
 private:
-    struct Prepared {
-        ParsedPacket parsed;
+    // What finish() needs of a parsed packet: the flow key and the few outer-header fields of
+    // the Result. One cache line, so a group of 32 stays in L1.
+    struct alignas(64) Prepared {
         PacketKey key;
         uint32_t hash;
+        uint32_t fragment_id;
+        uint16_t l3_offset;
+        uint8_t ip_version;
+        uint8_t dscp;
+        uint8_t ecn;
+        MalformedReason malformed;
+        Fragment fragment;
     };
-    // classify_burst's software pipeline: packets parsed but not yet classified. A member
-    // rather than a local so it is not re-initialised per burst (~250 stores per call).
-    static constexpr uint32_t kSlotLead = 4;
-    static constexpr uint32_t kEntryLead = 8;
-    static constexpr uint32_t kPipelineDepth = kEntryLead + 1;
+    // classify_burst works in groups of up to kGroup packets: parse and hash all of them and
+    // prefetch their index slots, then prefetch their entries, then classify them, so that a
+    // group's cache misses overlap instead of stalling one packet at a time. A member rather
+    // than a local so it is not re-initialised per burst.
+    static constexpr uint32_t kGroup = kMaxBurst;
 
     void prepare(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
-                 uint16_t ingress_port, Prepared& prepared) const;
+                 uint16_t ingress_port, Prepared& prepared);
     void finish(const Prepared& prepared, uint32_t wire_length, uint64_t now_ns, Result& result);
     FlowDecision decide(const PacketKey& key) const;
-    void update_flow(FlowEntry& entry, uint32_t wire_length, uint64_t now_ns, bool fresh);
+    void touch_flow(FlowEntry& entry, uint32_t wire_length, uint64_t now_ns, bool fresh);
     void count(const Result& result, uint32_t wire_length);
 
     ClassifierConfig config_;
@@ -129,7 +137,8 @@ private:
     FlowTable flows_;
     FragmentCache fragments_;
     ClassifierCounters counters_;
-    std::array<Prepared, kPipelineDepth> pipeline_{};
+    std::array<Prepared, kGroup> group_{};
+    ParsedPacket parsed_{};  // parse_packet's output for packets off the simple path
     bool swept_ = false;          // classify_burst has started an ageing sweep
     uint64_t sweep_start_ns_ = 0;  // when it started the current one
 };

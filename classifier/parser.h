@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include "classifier/malformed_reason.h"
 
@@ -72,6 +73,68 @@ MalformedReason parse_packet(const uint8_t* data, uint32_t header_bytes, uint32_
 inline MalformedReason parse_packet(const uint8_t* data, uint32_t length,
                                     const ParserOptions& options, ParsedPacket& out) {
     return parse_packet(data, length, length, options, out);
+}
+
+// The fields of the common case, read by parse_simple_ipv4.
+struct SimpleIpv4 {
+    uint32_t src_ipv4 = 0;  // host order
+    uint32_t dst_ipv4 = 0;
+    uint16_t src_port = 0;
+    uint16_t dst_port = 0;
+    uint8_t ip_protocol = 0;
+    uint8_t traffic_class = 0;  // IPv4 TOS byte: DSCP << 2 | ECN
+};
+
+// The classifier's hit path for the common packet in one straight pass: untagged Ethernet,
+// IPv4 without options, not fragmented, TCP or UDP (not RoCEv2, not VXLAN when vxlan_inner),
+// every header in bounds and every length field consistent. Returns false for anything else,
+// and the caller runs parse_packet. When it returns true, parse_packet would report: not
+// malformed, l3_offset 14, ip_version 4, no VLAN, not fragmented, no RoCE/VXLAN, and exactly
+// these addresses, protocol, ports and DSCP/ECN (tests/classifier/parser_test.cc checks this on
+// every truncation and on byte mutations; the fuzz harness checks it on every input).
+// measured (callgrind, classifier_hit_profile 4096 flows): parse 179 -> ~40 instructions.
+inline bool parse_simple_ipv4(const uint8_t* data, uint32_t header_bytes, uint32_t wire_length,
+                              const ParserOptions& options, SimpleIpv4& out) {
+    constexpr uint32_t kL3 = 14, kL4 = 34;  // Ethernet, then a 20-byte IPv4 header
+    const uint32_t readable = header_bytes < wire_length ? header_bytes : wire_length;
+    if (readable < kL4 + 8) return false;  // Ethernet + IPv4 + UDP header (TCP checked below)
+    const auto be16 = [](const uint8_t* p) { return uint32_t((p[0] << 8) | p[1]); };
+    const uint8_t* ip = data + kL3;
+    if (be16(data + 12) != 0x0800 || ip[0] != 0x45) return false;
+    const uint32_t total_length = be16(ip + 2);
+    // Total length covers at least the header, fits the frame; no MF flag, offset 0.
+    if (total_length < 20 || total_length > wire_length - kL3 || (be16(ip + 6) & 0x3FFF) != 0) {
+        return false;
+    }
+    const uint32_t room = total_length - 20;  // bytes after the IPv4 header
+    const uint8_t protocol = ip[9];
+    const uint8_t* l4 = data + kL4;
+    if (protocol == 17) {
+        const uint32_t udp_length = be16(l4 + 4);
+        if (room < 8 || udp_length < 8 || udp_length > room) return false;
+        const uint32_t dst_port = be16(l4 + 2);
+        if (dst_port == options.roce_port) return false;
+        if (options.vxlan_inner && dst_port == options.vxlan_port) return false;
+    } else if (protocol == 6) {
+        if (readable < kL4 + 20) return false;
+        const uint32_t header_length = uint32_t(l4[12] >> 4) * 4;
+        if (room < 20 || header_length < 20 || header_length > room ||
+            header_length > readable - kL4) {
+            return false;
+        }
+    } else {
+        return false;
+    }
+    uint32_t src, dst;
+    std::memcpy(&src, ip + 12, 4);
+    std::memcpy(&dst, ip + 16, 4);
+    out.src_ipv4 = __builtin_bswap32(src);
+    out.dst_ipv4 = __builtin_bswap32(dst);
+    out.src_port = uint16_t(be16(l4));
+    out.dst_port = uint16_t(be16(l4 + 2));
+    out.ip_protocol = protocol;
+    out.traffic_class = ip[1];
+    return true;
 }
 
 }  // namespace twinlane::classifier

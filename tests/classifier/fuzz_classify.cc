@@ -63,6 +63,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             rewrite_dscp(frame.get() + result.l3_offset, result.ip_version, result.remark_dscp);
         }
     }
+    // The classifier's fast path must agree with the full parser whenever it accepts a frame.
+    const ParserOptions options{2, bool(selector & 1), 4789, 4791};
+    SimpleIpv4 simple;
+    if (parse_simple_ipv4(frame.get(), uint32_t(frame_size), wire, options, simple)) {
+        ParsedPacket parsed;
+        if (parse_packet(frame.get(), uint32_t(frame_size), wire, options, parsed) !=
+                MalformedReason::none ||
+            parsed.l3_offset != 14 || parsed.flow_ip_version != 4 || parsed.vlan_id != 0 ||
+            parsed.fragment != Fragment::none || parsed.roce || parsed.vxlan ||
+            parsed.flow_dscp != simple.traffic_class >> 2 || parsed.ecn != (simple.traffic_class & 3) ||
+            parsed.src_ipv4 != simple.src_ipv4 || parsed.dst_ipv4 != simple.dst_ipv4 ||
+            parsed.ip_protocol != simple.ip_protocol || parsed.src_port != simple.src_port ||
+            parsed.dst_port != simple.dst_port) {
+            std::abort();
+        }
+    }
     const uint8_t* frames[1] = {frame.get()};
     const uint32_t lengths[1] = {uint32_t(frame_size)};
     Result burst_result;

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "tests/classifier/packet_builder.h"
@@ -183,6 +184,75 @@ TEST(Parser, EveryHeaderCombinationAndEveryTruncation) {
 
 TEST(Parser, VxlanInnerAndEveryTruncation) {
     for (const Case& c : vxlan_cases()) check_all_truncations(c, vxlan_options());
+}
+
+// parse_simple_ipv4 (the classifier's fast path) must agree with parse_packet whenever it
+// accepts a frame; returns whether it accepted.
+bool simple_agrees(const uint8_t* data, uint32_t header_bytes, uint32_t wire_length,
+                   const ParserOptions& options) {
+    SimpleIpv4 simple;
+    if (!parse_simple_ipv4(data, header_bytes, wire_length, options, simple)) return false;
+    ParsedPacket p;
+    EXPECT_EQ(parse_packet(data, header_bytes, wire_length, options, p), MalformedReason::none);
+    EXPECT_EQ(p.l3_offset, 14);
+    EXPECT_EQ(p.ip_version, 4);
+    EXPECT_EQ(p.flow_ip_version, 4);
+    EXPECT_EQ(p.dscp, simple.traffic_class >> 2);
+    EXPECT_EQ(p.flow_dscp, simple.traffic_class >> 2);
+    EXPECT_EQ(p.ecn, simple.traffic_class & 3);
+    EXPECT_EQ(p.vlan_id, 0);
+    EXPECT_EQ(p.fragment, Fragment::none);
+    EXPECT_EQ(p.fragment_id, 0u);
+    EXPECT_FALSE(p.roce);
+    EXPECT_FALSE(p.vxlan);
+    EXPECT_EQ(p.dest_qp, 0u);
+    EXPECT_EQ(p.src_ipv4, simple.src_ipv4);
+    EXPECT_EQ(p.dst_ipv4, simple.dst_ipv4);
+    EXPECT_EQ(p.ip_protocol, simple.ip_protocol);
+    EXPECT_EQ(p.src_port, simple.src_port);
+    EXPECT_EQ(p.dst_port, simple.dst_port);
+    return true;
+}
+
+TEST(Parser, SimpleIpv4PathAgreesWithFullParser) {
+    uint32_t accepted = 0;
+    std::mt19937 rng(11);
+    for (const bool vxlan : {false, true}) {
+        const ParserOptions options = vxlan ? vxlan_options() : ParserOptions{};
+        std::vector<Case> all = cases();
+        for (Case& c : vxlan_cases()) all.push_back(std::move(c));
+        for (const Case& c : all) {
+            SCOPED_TRACE(c.name);
+            const uint32_t size = uint32_t(c.frame.size());
+            for (uint32_t cut = 0; cut <= size; ++cut) {
+                std::unique_ptr<uint8_t[]> exact(new uint8_t[cut]);
+                std::copy(c.frame.begin(), c.frame.begin() + cut, exact.get());
+                accepted += simple_agrees(exact.get(), cut, cut, options);
+                accepted += simple_agrees(exact.get(), cut, size, options);
+                accepted += simple_agrees(exact.get(), cut, size + 100, options);
+            }
+            // Byte mutations of the headers (lengths, flags, version, ports, ethertype).
+            for (int round = 0; round < 3000; ++round) {
+                std::vector<uint8_t> frame = c.frame;
+                const int changes = 1 + int(rng() % 3);
+                for (int k = 0; k < changes; ++k) {
+                    frame[rng() % std::min<size_t>(frame.size(), 60)] = uint8_t(rng());
+                }
+                const uint32_t wire = uint32_t(frame.size()) - rng() % 8 + rng() % 8;
+                accepted += simple_agrees(frame.data(), uint32_t(frame.size()), wire, options);
+            }
+        }
+    }
+    EXPECT_GT(accepted, 1000u);  // the fast path is actually taken
+    // The plain cases take it; RoCE and (with vxlan_inner) VXLAN never do.
+    const auto tcp = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
+    EXPECT_TRUE(simple_agrees(tcp.data(), uint32_t(tcp.size()), uint32_t(tcp.size()), {}));
+    const auto roce = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17).udp(1, 4791).bth(4, 9).build();
+    EXPECT_FALSE(simple_agrees(roce.data(), uint32_t(roce.size()), uint32_t(roce.size()), {}));
+    const auto vxlan = vxlan_cases()[0].frame;
+    EXPECT_FALSE(simple_agrees(vxlan.data(), uint32_t(vxlan.size()), uint32_t(vxlan.size()),
+                               vxlan_options()));
+    EXPECT_TRUE(simple_agrees(vxlan.data(), uint32_t(vxlan.size()), uint32_t(vxlan.size()), {}));
 }
 
 TEST(Parser, VxlanIgnoredWhenDisabled) {
