@@ -186,8 +186,7 @@ int run(const ReplayArgs& args) {
             options.link_rate_bps = setup->link_rate_bps;
             options.ingress_port = setup->ingress_port;
             options.keep_payload = writer != nullptr;
-            replay::ReplayEngine engine(options, classifier, *discipline, *report, writer.get());
-            engine.run(reader);
+            replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
             if (writer) writer->close();
         } catch (const replay::PcapError& e) {
             spdlog::error("{}", e.what());

@@ -4,6 +4,7 @@
 // side by side in one run: twinlane's tree against a single FIFO.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,33 +51,30 @@ const control::CompiledPolicy& compiled() {
 }
 
 // One long replay: each iteration offers the trace again, 20 ms later, to the same engine, so
-// the number is the steady-state cost per input packet (set-up is paid once per replay).
-void replay_steady_state(benchmark::State& state, bool fifo) {
+// the number is the steady-state cost per input packet (set-up is paid once per replay). The
+// records are offered in bursts of 32, as a reader hands them out, to the engine instantiated
+// for the concrete discipline (as `twinlane replay` does through replay_pcap()).
+template <class D>
+void replay_steady_state(benchmark::State& state, D& discipline, const char* name) {
     const Trace& t = trace();
-    const control::CompiledEgress& egress = compiled().egress.at(0);
     classifier::Classifier classifier(compiled().classifier);
-    std::unique_ptr<Discipline> discipline;
-    if (fifo) {
-        discipline = std::make_unique<FifoDiscipline>(20'000, 64u << 20);
-    } else {
-        discipline = std::make_unique<SchedulerDiscipline>(
-            sched::Scheduler::build(egress.tree).scheduler,
-            [&egress](uint8_t c, uint32_t j) { return egress.leaf_for(c, j); });
-    }
-    ReplayReport report(fifo ? "fifo" : "twinlane", 10'000'000'000ULL,
-                        compiled().classifier.class_names, 1, 1'000'000);
+    ReplayReport report(name, 10'000'000'000ULL, compiled().classifier.class_names, 1, 1'000'000);
     ReplayOptions options;
     options.keep_payload = false;
-    ReplayEngine engine(options, classifier, *discipline, report, nullptr);
+    BasicReplayEngine<D> engine(options, classifier, discipline, report, nullptr);
     const uint64_t span = t.timestamps.back() - t.timestamps.front() + 1'000'000;
     uint64_t offset = 0;
-    PcapRecord record;
+    constexpr size_t kBurst = 32;
+    PcapRecord burst[kBurst];
     for (auto _ : state) {
-        for (size_t i = 0; i < t.frames.size(); ++i) {
-            record.timestamp_ns = t.timestamps[i] + offset;
-            record.wire_length = static_cast<uint32_t>(t.frames[i].size());
-            record.captured = t.frames[i];
-            engine.offer(record);
+        for (size_t i = 0; i < t.frames.size(); i += kBurst) {
+            const size_t n = std::min(kBurst, t.frames.size() - i);
+            for (size_t k = 0; k < n; ++k) {
+                burst[k].timestamp_ns = t.timestamps[i + k] + offset;
+                burst[k].wire_length = static_cast<uint32_t>(t.frames[i + k].size());
+                burst[k].captured = t.frames[i + k];
+            }
+            engine.offer_burst(burst, n);
         }
         offset += span;
     }
@@ -85,8 +83,16 @@ void replay_steady_state(benchmark::State& state, bool fifo) {
     state.counters["packets_per_run"] = static_cast<double>(t.frames.size());
 }
 
-void BM_ReplayTwinlane(benchmark::State& state) { replay_steady_state(state, false); }
-void BM_ReplayFifo(benchmark::State& state) { replay_steady_state(state, true); }
+void BM_ReplayTwinlane(benchmark::State& state) {
+    const control::CompiledEgress& egress = compiled().egress.at(0);
+    SchedulerDiscipline discipline(sched::Scheduler::build(egress.tree).scheduler,
+                                   [&egress](uint8_t c, uint32_t j) { return egress.leaf_for(c, j); });
+    replay_steady_state(state, discipline, "twinlane");
+}
+void BM_ReplayFifo(benchmark::State& state) {
+    FifoDiscipline discipline(20'000, 64u << 20);
+    replay_steady_state(state, discipline, "fifo");
+}
 BENCHMARK(BM_ReplayTwinlane)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReplayFifo)->Unit(benchmark::kMillisecond);
 
