@@ -30,13 +30,14 @@ public:
     bool pop(Packet& out) { return scheduler_.pop_flow(leaf_, flow_, out); }
     uint64_t backlog_bytes() const { return scheduler_.flows_[flow_].bytes; }
     bool mark(const Packet& packet) { return mark_ce(packet); }
+    // pop() already took the packet off the leaf's counts. CoDel always delivers the last
+    // packet of a flow, so a drop never empties the leaf: no walk up the tree here.
     bool drop(const Packet& packet) {
         if (sink_.count == sink_.capacity) return false;
         sink_.entries[sink_.count++] = DroppedPacket{packet, DropReason::codel};
         const auto reason = static_cast<uint32_t>(DropReason::codel);
         ++leaf_.counters.drop_packets[reason];
         leaf_.counters.drop_bytes[reason] += packet.length_bytes;
-        scheduler_.leave_subtree(leaf_.node, packet.length_bytes, false);
         return true;
     }
 
@@ -45,6 +46,38 @@ private:
     Leaf& leaf_;
     uint32_t flow_;
     DropSink& sink_;
+};
+
+// The same interface over a copy of one flow's queue position: dequeue_burst's look-ahead runs
+// CoDel on it to learn which packet a dequeue would deliver without changing anything.
+class Scheduler::CodelPeekQueue {
+public:
+    CodelPeekQueue(const Scheduler& scheduler, uint32_t flow, uint32_t drops_room)
+        : scheduler_(scheduler),
+          slot_(scheduler.flows_[flow].head),
+          bytes_left_(scheduler.flows_[flow].bytes),
+          drops_room_(drops_room) {}
+
+    bool pop(Packet& out) {
+        if (slot_ == kInvalid) return false;
+        out = scheduler_.slots_[slot_];
+        bytes_left_ -= out.length_bytes;
+        slot_ = scheduler_.next_slot_[slot_];
+        return true;
+    }
+    uint64_t backlog_bytes() const { return bytes_left_; }
+    bool mark(const Packet& packet) const { return read_ecn(packet) != EcnCodepoint::not_ect; }
+    bool drop(const Packet&) {
+        if (drops_room_ == 0) return false;
+        --drops_room_;
+        return true;
+    }
+
+private:
+    const Scheduler& scheduler_;
+    uint32_t slot_;
+    uint64_t bytes_left_;
+    uint32_t drops_room_;
 };
 
 Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
@@ -69,6 +102,7 @@ Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
             s.root_ = i;
         } else {
             node.parent = index_by_name.at(node_spec.parent);
+            node.parent_is_drr = spec.nodes[node.parent].kind == NodeKind::drr;
             children[node.parent].push_back(i);
         }
         if (is_leaf(node_spec.kind)) {
@@ -135,8 +169,8 @@ void Scheduler::configure_params(const TreeSpec& spec) {
 }
 
 void Scheduler::reset_queues() {
+    queued_packets_ = 0;
     for (Node& node : nodes_) {
-        node.backlog_packets = 0;
         node.deficit_bytes = 0;
         node.next_active = kInvalid;
         node.active_head = kInvalid;
@@ -214,9 +248,9 @@ void Scheduler::insert(Leaf& leaf, const Packet& packet) {
         flow.deficit_bytes = static_cast<int32_t>(max_packet_bytes_);
         push_flow_list(leaf, leaf.sparse_first ? FlowList::fresh : FlowList::old, flow_index);
     }
-    ++leaf.packets;
     leaf.bytes += packet.length_bytes;
-    activate(leaf.node);
+    ++queued_packets_;
+    if (leaf.packets++ == 0) activate(leaf.node);
 }
 
 bool Scheduler::pop_flow(Leaf& leaf, uint32_t flow_index, Packet& out) {
@@ -230,69 +264,97 @@ bool Scheduler::pop_flow(Leaf& leaf, uint32_t flow_index, Packet& out) {
     flow.bytes -= out.length_bytes;
     --leaf.packets;
     leaf.bytes -= out.length_bytes;
+    --queued_packets_;
     release_slot(slot);
     return true;
 }
 
 // ---- tree bookkeeping ---------------------------------------------------------------------
 
+// `node_index` (a leaf's node) just became backlogged: link it into its parent, and the parent
+// into its own parent while each one was idle before. A drr child joins at the tail of the ring
+// with a fresh quantum; a strict child sets its bit.
+// measured (callgrind, sched_cost fq64): counting packets only at the leaf (this walk runs only
+// when a leaf fills up) took enqueue from 165 to 128 instructions/packet.
 void Scheduler::activate(uint32_t node_index) {
-    for (uint32_t n = node_index; n != kInvalid;) {
+    for (uint32_t n = node_index;;) {
         Node& node = nodes_[n];
-        if (node.backlog_packets++ != 0) {
-            // Already backlogged, so every ancestor is too: only their counts change.
-            // measured (callgrind, replay_bench): activate 61 -> 45 instructions/packet.
-            for (uint32_t a = node.parent; a != kInvalid; a = nodes_[a].parent)
-                ++nodes_[a].backlog_packets;
-            return;
-        }
-        if (node.parent != kInvalid) {
-            Node& parent = nodes_[node.parent];
-            if (parent.kind == NodeKind::strict) {
-                parent.backlog_mask |= uint64_t{1} << node.position_in_parent;
+        if (node.parent == kInvalid) return;
+        Node& parent = nodes_[node.parent];
+        if (!node.parent_is_drr) {
+            const bool was_backlogged = parent.backlog_mask != 0;
+            parent.backlog_mask |= uint64_t{1} << node.position_in_parent;
+            if (was_backlogged) return;
+        } else {
+            node.deficit_bytes = node.quantum_bytes;
+            node.next_active = kInvalid;
+            if (parent.active_tail == kInvalid) {
+                parent.active_head = n;
             } else {
-                node.deficit_bytes = node.quantum_bytes;
-                node.next_active = kInvalid;
-                if (parent.active_tail == kInvalid) {
-                    parent.active_head = n;
-                } else {
-                    nodes_[parent.active_tail].next_active = n;
-                }
-                parent.active_tail = n;
-                ++parent.active_count;
+                nodes_[parent.active_tail].next_active = n;
             }
+            parent.active_tail = n;
+            if (parent.active_count++ != 0) return;
         }
         n = node.parent;
     }
 }
 
-// A packet left the leaf: by departure (charge shapers and DRR deficits) or by a CoDel drop.
-// Packets only leave along the path pick() just chose, where each node is the head of its drr
-// parent's active ring, so removing an emptied child is a pop of the head.
-void Scheduler::leave_subtree(uint32_t leaf_node, uint32_t bytes, bool departed) {
+// The leaf at `leaf_node` just emptied: unlink it, and each ancestor that became idle. Packets
+// only leave along the path pick() just chose, where each node is the head of its drr parent's
+// active ring, so removing an emptied child is a pop of the head.
+void Scheduler::deactivate(uint32_t leaf_node) {
+    for (uint32_t n = leaf_node;;) {
+        Node& node = nodes_[n];
+        if (node.parent == kInvalid) return;
+        Node& parent = nodes_[node.parent];
+        if (!node.parent_is_drr) {
+            parent.backlog_mask &= ~(uint64_t{1} << node.position_in_parent);
+            if (parent.backlog_mask != 0) return;
+        } else {
+            parent.active_head = node.next_active;
+            if (parent.active_head == kInvalid) parent.active_tail = kInvalid;
+            node.next_active = kInvalid;
+            if (--parent.active_count != 0) return;
+        }
+        n = node.parent;
+    }
+}
+
+// Departures of `bytes` from the leaf at `leaf_node`: every shaper on the path pays, and every
+// node under a drr parent spends deficit. Charging a run's sum at once equals charging each
+// packet (integer arithmetic, nothing else reads them in between).
+void Scheduler::charge_path(uint32_t leaf_node, uint64_t bytes) {
     for (uint32_t n = leaf_node; n != kInvalid;) {
         Node& node = nodes_[n];
-        if (departed) node.shaper.consume(bytes);
-        --node.backlog_packets;
-        const uint32_t parent_index = node.parent;
-        if (parent_index != kInvalid) {
-            Node& parent = nodes_[parent_index];
-            if (parent.kind == NodeKind::strict) {
-                if (node.backlog_packets == 0) {
-                    parent.backlog_mask &= ~(uint64_t{1} << node.position_in_parent);
-                }
-            } else {
-                if (departed) node.deficit_bytes -= bytes;
-                if (node.backlog_packets == 0) {
-                    parent.active_head = node.next_active;
-                    if (parent.active_head == kInvalid) parent.active_tail = kInvalid;
-                    node.next_active = kInvalid;
-                    --parent.active_count;
-                }
-            }
-        }
-        n = parent_index;
+        node.shaper.consume(bytes);
+        if (node.parent_is_drr) node.deficit_bytes -= static_cast<int64_t>(bytes);
+        n = node.parent;
     }
+}
+
+// Bytes the leaf at `leaf_node` may send (right after pick() chose it, before charging) such
+// that, after every packet of the run, the next pick() would choose it again: every shaper on
+// the path still conforms (tokens >= 0) and every drr child keeps a positive deficit. Nodes
+// outside the path are unchanged by the run, so the rest of pick()'s walk would repeat: strict
+// siblings above were blocked and stay blocked at the same now_ns, and revisiting a blocked
+// drr subtree rotates each ring by twice its length (no change once its deficits are > 0).
+uint64_t Scheduler::path_allowance_bytes(uint32_t leaf_node) const {
+    uint64_t allowance = UINT64_MAX;
+    for (uint32_t n = leaf_node; n != kInvalid;) {
+        const Node& node = nodes_[n];
+        if (node.shaper.enabled()) {
+            const int64_t tokens = node.shaper.tokens_units();
+            allowance = std::min<uint64_t>(
+                allowance, tokens < 0 ? 0 : static_cast<uint64_t>(tokens) / TokenBucket::kUnitsPerByte);
+        }
+        if (node.parent_is_drr) {
+            allowance = std::min<uint64_t>(
+                allowance, node.deficit_bytes <= 0 ? 0 : static_cast<uint64_t>(node.deficit_bytes - 1));
+        }
+        n = node.parent;
+    }
+    return allowance;
 }
 
 void Scheduler::rotate_active(Node& parent) {
@@ -305,6 +367,7 @@ void Scheduler::rotate_active(Node& parent) {
 }
 
 // Descends from `node_index` to a leaf that may send now; kInvalid if shapers block them all.
+// Mutates DRR state (fresh quanta, ring rotation) on the way, as the algorithm prescribes.
 uint32_t Scheduler::pick(uint32_t node_index, uint64_t now_ns) {
     Node& node = nodes_[node_index];
     if (node.leaf != kInvalid) return node.leaf;
@@ -341,6 +404,75 @@ uint32_t Scheduler::pick(uint32_t node_index, uint64_t now_ns) {
         rotate_active(node);
     }
     return kInvalid;
+}
+
+// What pick(node_index, now_ns) would return, without changing anything (shaper refills are
+// path-independent, so refilling here is not a change). A drr node's pick() walks its ring
+// twice: in the first round heads with a positive deficit are tried and the others get a
+// quantum and go round; in the second every child has a positive deficit. So pick() returns
+// the first eligible child with a positive deficit in ring order, else the first eligible one
+// with a non-positive deficit.
+uint32_t Scheduler::peek_pick(uint32_t node_index, uint64_t now_ns) {
+    Node& node = nodes_[node_index];
+    if (node.leaf != kInvalid) return node.leaf;
+    if (node.kind == NodeKind::strict) {
+        for (uint64_t mask = node.backlog_mask; mask != 0; mask &= mask - 1) {
+            const uint32_t child =
+                child_ids_[node.first_child + static_cast<uint32_t>(std::countr_zero(mask))];
+            Node& child_node = nodes_[child];
+            if (child_node.shaper.enabled() && !child_node.shaper.conforms(now_ns)) continue;
+            const uint32_t leaf = peek_pick(child, now_ns);
+            if (leaf != kInvalid) return leaf;
+        }
+        return kInvalid;
+    }
+    for (const bool positive : {true, false}) {
+        for (uint32_t child = node.active_head; child != kInvalid;
+             child = nodes_[child].next_active) {
+            Node& child_node = nodes_[child];
+            if ((child_node.deficit_bytes > 0) != positive) continue;
+            if (child_node.shaper.enabled() && !child_node.shaper.conforms(now_ns)) continue;
+            const uint32_t leaf = peek_pick(child, now_ns);
+            if (leaf != kInvalid) return leaf;
+        }
+    }
+    return kInvalid;
+}
+
+// The flow dequeue_leaf() would serve next, without changing anything. Its loop serves the
+// first fresh flow with packets and a positive deficit, else the first such old flow; flows
+// with a spent deficit get a quantum and move to the old list's tail (fresh ones first, in
+// order), empty ones leave. So after those two scans come fresh, then old flows with packets.
+uint32_t Scheduler::peek_flow(const Leaf& leaf) const {
+    if (leaf.flow_mask == 0) return leaf.first_flow;
+    for (const bool positive : {true, false}) {
+        for (const uint32_t head : {leaf.fresh_head, leaf.old_head}) {
+            for (uint32_t flow = head; flow != kInvalid; flow = flows_[flow].next) {
+                const Flow& f = flows_[flow];
+                if (f.packets != 0 && (f.deficit_bytes > 0) == positive) return flow;
+            }
+        }
+    }
+    return kInvalid;
+}
+
+// Length of the packet dequeue_leaf() would deliver next from `leaf`, without changing
+// anything: the chosen flow's head, or with CoDel the packet CoDel would deliver after its
+// drops (run on a copy of the state; `drops_room` as the drop sink has). False if none.
+bool Scheduler::peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_room,
+                            uint32_t& length) {
+    const uint32_t flow = peek_flow(leaf);
+    if (flow == kInvalid || flows_[flow].head == kInvalid) return false;
+    if (!leaf.codel.enabled) {
+        length = slots_[flows_[flow].head].length_bytes;
+        return true;
+    }
+    CodelState state = codel_states_[flow];
+    CodelPeekQueue queue(*this, flow, drops_room);
+    Packet out;
+    if (!codel_dequeue(state, leaf.codel, queue, now_ns, out).has_packet) return false;
+    length = out.length_bytes;
+    return true;
 }
 
 // ---- hot path -----------------------------------------------------------------------------
@@ -451,32 +583,77 @@ bool Scheduler::dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink&
 
 void Scheduler::record_departure(Leaf& leaf, const Packet& packet, uint64_t now_ns) {
     QueueCounters& counters = leaf.counters;
-    ++counters.packets_out;
-    counters.bytes_out += packet.length_bytes;
     const uint64_t sojourn_ns = now_ns - packet.arrival_ns;
-    counters.sojourn_last_ns = sojourn_ns;
     counters.sojourn_max_ns = std::max(counters.sojourn_max_ns, sojourn_ns);
     counters.sojourn_sum_ns += sojourn_ns;
     ++counters.sojourn_log2_histogram[histogram_bucket(sojourn_ns)];
 }
 
-DequeueResult Scheduler::dequeue(Packet* out, uint32_t max_packets, uint64_t now_ns,
-                                 DroppedPacket* drops, uint32_t drop_capacity) {
+// One pick() per run of packets from the same leaf: after the first packet, the run goes on
+// while path_allowance_bytes() says the next pick() would choose this leaf again, and the run's
+// bytes are charged to the path once at its end. With a budget below one max-size frame,
+// peek_pick()/peek_length() look ahead without changing anything, so the scheduler stops in
+// exactly the state the single dequeues so far leave.
+// measured (callgrind, sched_cost): see sched/README.md.
+DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64_t max_bytes,
+                                       uint64_t now_ns, DroppedPacket* drops,
+                                       uint32_t drop_capacity, WireCost cost) {
     DropSink sink{drops, drop_capacity, 0};
+    auto wire = [cost](uint32_t length) -> uint64_t {
+        return std::max(length, cost.min_frame_bytes) + uint64_t{cost.overhead_bytes};
+    };
+    // Every queued packet has length <= max_packet_bytes_ (it only grows at runtime), so a
+    // budget of one max-size frame admits whatever comes next without looking.
+    const uint64_t max_wire = wire(max_packet_bytes_);
+    auto next_fits = [&](const Leaf& leaf, uint64_t left) {
+        uint32_t length = 0;
+        return peek_length(leaf, now_ns, sink.capacity - sink.count, length) && wire(length) <= left;
+    };
     uint32_t sent = 0;
+    uint64_t charged = 0;  // <= max_bytes throughout
     Node& root = nodes_[root_];
-    while (sent < max_packets && root.backlog_packets > 0) {
+    while (sent < max_packets && queued_packets_ != 0) {
         if (root.shaper.enabled() && !root.shaper.conforms(now_ns)) break;
+        if (max_bytes - charged < max_wire) {
+            // A blocked tree falls through to pick(), which then fails exactly as a single
+            // dequeue's would (its DRR bookkeeping included).
+            const uint32_t next = peek_pick(root_, now_ns);
+            if (next != kInvalid && !next_fits(leaves_[next], max_bytes - charged)) break;
+        }
         const uint32_t leaf_index = pick(root_, now_ns);
         if (leaf_index == kInvalid) break;
         Leaf& leaf = leaves_[leaf_index];
-        Packet& packet = out[sent];
-        if (!dequeue_leaf(leaf, now_ns, packet, sink)) continue;  // CoDel emptied the leaf
-        record_departure(leaf, packet, now_ns);
-        leave_subtree(leaf.node, packet.length_bytes, true);
-        ++sent;
+        const uint32_t leaf_node = leaf.node;
+        const uint32_t run_start = sent;
+        uint64_t run_bytes = 0;
+        uint64_t allowance = 0;
+        bool budget_spent = false;
+        for (;;) {
+            Packet& packet = out[sent];
+            if (!dequeue_leaf(leaf, now_ns, packet, sink)) break;
+            record_departure(leaf, packet, now_ns);
+            run_bytes += packet.length_bytes;
+            charged += wire(packet.length_bytes);
+            ++sent;
+            if (sent == max_packets || leaf.packets == 0) break;
+            if (sent - run_start == 1) allowance = path_allowance_bytes(leaf_node);
+            if (run_bytes > allowance) break;
+            if (max_bytes - charged < max_wire && !next_fits(leaf, max_bytes - charged)) {
+                budget_spent = true;
+                break;
+            }
+        }
+        if (sent != run_start) {
+            QueueCounters& counters = leaf.counters;
+            counters.packets_out += sent - run_start;
+            counters.bytes_out += run_bytes;
+            counters.sojourn_last_ns = now_ns - out[sent - 1].arrival_ns;
+            charge_path(leaf_node, run_bytes);
+        }
+        if (leaf.packets == 0) deactivate(leaf_node);
+        if (budget_spent) break;
     }
-    return DequeueResult{sent, sink.count};
+    return DequeueResult{sent, sink.count, charged};
 }
 
 uint64_t Scheduler::eligible_time(uint32_t node_index, uint64_t now_ns) {
@@ -500,7 +677,7 @@ uint64_t Scheduler::eligible_time(uint32_t node_index, uint64_t now_ns) {
 }
 
 uint64_t Scheduler::next_eligible_ns(uint64_t now_ns) {
-    if (nodes_[root_].backlog_packets == 0) return kNever;
+    if (queued_packets_ == 0) return kNever;
     return eligible_time(root_, now_ns);
 }
 

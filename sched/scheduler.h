@@ -35,14 +35,24 @@
 namespace twinlane::sched {
 
 struct DequeueResult {
-    uint32_t packets = 0;  // written to `out`, in scheduling order
-    uint32_t dropped = 0;  // CoDel drops written to `drops`
+    uint32_t packets = 0;       // written to `out`, in scheduling order
+    uint32_t dropped = 0;       // CoDel drops written to `drops`
+    uint64_t budget_bytes = 0;  // sum of the packets' WireCost (what dequeue_burst charged)
+};
+
+// How dequeue_burst charges a packet against its byte budget: max(length_bytes,
+// min_frame_bytes) + overhead_bytes. {0, 0} charges length_bytes; a TX pacer counting wire
+// bytes uses {60, 24} (minimum frame without FCS; FCS + preamble + inter-frame gap).
+struct WireCost {
+    uint32_t min_frame_bytes = 0;
+    uint32_t overhead_bytes = 0;
 };
 
 class Scheduler {
 public:
     static constexpr uint64_t kNever = UINT64_MAX;
     static constexpr uint32_t kInvalid = UINT32_MAX;
+    static constexpr uint64_t kUnlimitedBytes = UINT64_MAX;
 
     struct BuildResult {
         std::unique_ptr<Scheduler> scheduler;  // null on error
@@ -52,8 +62,23 @@ public:
 
     // Hot path ------------------------------------------------------------------------------
     uint32_t enqueue(const Packet* packets, uint32_t count, uint64_t now_ns, DroppedPacket* drops);
+    // Up to max_packets packets, in exactly the order (and with exactly the state changes) of
+    // as many single-packet dequeues at the same now_ns. Same as dequeue_burst without a budget.
     DequeueResult dequeue(Packet* out, uint32_t max_packets, uint64_t now_ns, DroppedPacket* drops,
-                          uint32_t drop_capacity);
+                          uint32_t drop_capacity) {
+        return dequeue_burst(out, max_packets, kUnlimitedBytes, now_ns, drops, drop_capacity);
+    }
+    // Burst dequeue with a byte budget. Returns the longest prefix of what repeated single
+    // dequeues at now_ns would return such that the prefix has at most max_packets packets and
+    // its WireCost sum is <= max_bytes: it stops before the packet that would exceed the budget
+    // and leaves that packet queued, with the scheduler in exactly the state k single dequeues
+    // leave (k = packets returned). Also stops when the tree is empty or shapers block it.
+    // Cost: one tree walk per run of packets from the same leaf (a run lasts while the DRR
+    // deficits and shaper tokens on the leaf's path allow); a budget below one max-size frame
+    // adds a non-mutating look-ahead per packet. CoDel drops go to `drops` as in dequeue().
+    DequeueResult dequeue_burst(Packet* out, uint32_t max_packets, uint64_t max_bytes,
+                                uint64_t now_ns, DroppedPacket* drops, uint32_t drop_capacity,
+                                WireCost cost = {});
     // Earliest time >= now_ns at which dequeue can return a packet; kNever when empty.
     uint64_t next_eligible_ns(uint64_t now_ns);
 
@@ -81,24 +106,27 @@ public:
     QueueCounters leaf_counters(uint16_t leaf) const;
     // Sum over the node's leaves (the root also includes unknown-leaf and oversize drops).
     QueueCounters node_counters(uint32_t node) const;
-    uint64_t queued_packets() const { return nodes_[root_].backlog_packets; }
+    uint64_t queued_packets() const { return queued_packets_; }
     uint32_t pool_capacity() const { return static_cast<uint32_t>(slots_.size()); }
     uint32_t pool_free() const { return pool_free_count_; }
 
 private:
+    // A node is backlogged when its subtree holds packets: a leaf while Leaf::packets != 0, a
+    // strict node while backlog_mask != 0, a drr node while active_count != 0. Only the leaf
+    // counts packets, so enqueue and dequeue walk up the tree only when a leaf fills or empties.
     struct Node {
-        NodeKind kind = NodeKind::fifo;
-        uint32_t parent = kInvalid;
-        uint32_t leaf = kInvalid;        // leaf index for fifo/fq nodes
-        uint32_t first_child = 0;        // into child_ids_; strict children sorted by priority
-        uint32_t child_count = 0;
-        uint32_t position_in_parent = 0; // bit in a strict parent's backlog mask
-        uint64_t backlog_packets = 0;    // packets queued in this subtree
         TokenBucket shaper;
         // As a child of a drr node.
         int64_t deficit_bytes = 0;
         uint32_t quantum_bytes = 0;
         uint32_t next_active = kInvalid;
+        uint32_t parent = kInvalid;
+        uint32_t leaf = kInvalid;        // leaf index for fifo/fq nodes
+        NodeKind kind = NodeKind::fifo;
+        bool parent_is_drr = false;
+        uint32_t position_in_parent = 0; // bit in a strict parent's backlog mask
+        uint32_t first_child = 0;        // into child_ids_; strict children sorted by priority
+        uint32_t child_count = 0;
         // As a drr node: FIFO ring of backlogged children. As a strict node: backlog mask.
         uint32_t active_head = kInvalid;
         uint32_t active_tail = kInvalid;
@@ -142,6 +170,8 @@ private:
 
     class CodelQueue;
     friend class CodelQueue;
+    class CodelPeekQueue;
+    friend class CodelPeekQueue;
 
     Scheduler() = default;
     void configure_params(const TreeSpec& spec);
@@ -154,9 +184,15 @@ private:
     uint32_t pop_flow_list(Leaf& leaf, FlowList list);
     void rotate_active(Node& parent);
     uint32_t pick(uint32_t node, uint64_t now_ns);
+    uint32_t peek_pick(uint32_t node, uint64_t now_ns);
+    bool eligible_for_peek(uint32_t child, uint64_t now_ns);
+    uint32_t peek_flow(const Leaf& leaf) const;
+    bool peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_room, uint32_t& length);
+    uint64_t path_allowance_bytes(uint32_t leaf_node) const;
+    void charge_path(uint32_t leaf_node, uint64_t bytes);
     bool dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink& sink);
     bool dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out, DropSink& sink);
-    void leave_subtree(uint32_t leaf_node, uint32_t bytes, bool departed);
+    void deactivate(uint32_t leaf_node);
     void activate(uint32_t node);
     uint64_t eligible_time(uint32_t node, uint64_t now_ns);
     void record_departure(Leaf& leaf, const Packet& packet, uint64_t now_ns);
@@ -172,6 +208,7 @@ private:
     std::vector<uint32_t> next_slot_;
     uint32_t free_slot_head_ = kInvalid;
     uint32_t pool_free_count_ = 0;
+    uint64_t queued_packets_ = 0;
     uint32_t root_ = 0;
     uint32_t max_packet_bytes_ = 0;
     DeterministicRng rng_;

@@ -54,7 +54,7 @@ public:
         return rate_bits_per_sec_ == 0 || tokens_units_ >= 0;
     }
 
-    void consume(uint32_t bytes) {
+    void consume(uint64_t bytes) {
         if (rate_bits_per_sec_ != 0) tokens_units_ -= static_cast<int64_t>(bytes) * kUnitsPerByte;
     }
 
