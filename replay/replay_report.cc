@@ -32,29 +32,6 @@ ReplayReport::ReplayReport(std::string discipline, uint64_t link_rate_bps,
     }
 }
 
-ReplayReport::Member* ReplayReport::Group::arrive(uint32_t key) {
-    Member& m = members[key];
-    if (m.queued++ == 0) {
-        ++backlogged;
-        m.credit_start = virtual_bytes;
-    }
-    return &m;
-}
-
-void ReplayReport::Group::leave(Member& m) {
-    if (m.queued == 0) return;
-    if (--m.queued == 0) {
-        --backlogged;
-        m.credit += virtual_bytes - m.credit_start;
-    }
-}
-
-void ReplayReport::Group::depart(Member& m, uint32_t bytes) {
-    if (backlogged != 0) virtual_bytes += static_cast<double>(bytes) / static_cast<double>(backlogged);
-    m.served += bytes;
-    leave(m);
-}
-
 double ReplayReport::Group::jain() const {
     double sum = 0, sum_sq = 0;
     size_t n = 0;
@@ -69,73 +46,39 @@ double ReplayReport::Group::jain() const {
     return n == 0 || sum_sq == 0 ? 0 : sum * sum / (static_cast<double>(n) * sum_sq);
 }
 
-ReplayReport::Ticket ReplayReport::on_arrival(uint8_t class_id, uint32_t frame_bytes,
-                                              uint64_t now_ns, uint32_t flow_hash,
-                                              uint32_t job_id) {
-    Ticket ticket;
-    if (class_id == bulk_class_) {
-        ticket.flow = bulk_flows_.arrive(flow_hash);
-        ticket.job = bulk_jobs_.arrive(job_id);
-    }
-    ++rx_packets_;
-    first_arrival_ns_ = std::min(first_arrival_ns_, now_ns);
-    ClassStats& c = classes_.at(class_id);
-    ++c.rx_packets;
-    c.rx_bytes += frame_bytes;
-    if (c.queued++ == 0) c.backlog_since_ns = now_ns;
-    return ticket;
-}
-
-void ReplayReport::leave_queue(ClassStats& c, uint64_t now_ns) {
-    if (c.queued == 0) return;
-    if (--c.queued == 0) c.backlogged_ns += now_ns - c.backlog_since_ns;
-}
-
 void ReplayReport::on_drop(uint8_t class_id, const char* reason, uint64_t now_ns,
                            Ticket ticket) {
     if (ticket.flow != nullptr) bulk_flows_.leave(*ticket.flow);
     if (ticket.job != nullptr) bulk_jobs_.leave(*ticket.job);
-    ++dropped_by_reason_[reason];
+    auto counted = std::find_if(drops_by_reason_ptr_.begin(), drops_by_reason_ptr_.end(),
+                                [reason](const auto& e) { return e.first == reason; });
+    if (counted == drops_by_reason_ptr_.end())
+        counted = drops_by_reason_ptr_.insert(drops_by_reason_ptr_.end(), {reason, 0});
+    ++counted->second;
     ClassStats& c = classes_.at(class_id);
     ++c.drops;
     leave_queue(c, now_ns);
 }
 
-void ReplayReport::on_departure(uint8_t class_id, uint32_t frame_bytes, uint64_t arrival_ns,
-                                uint64_t departure_ns, bool ecn_marked_here, Ticket ticket) {
-    ++tx_packets_;
-    ClassStats& c = classes_.at(class_id);
-    ++c.tx_packets;
-    c.tx_bytes += frame_bytes;
-    if (ecn_marked_here) ++c.ecn_marked;
-    c.latencies_ns.push_back(departure_ns - arrival_ns);
-    const uint64_t start = first_arrival_ns_ == UINT64_MAX ? 0 : first_arrival_ns_;
-    const size_t interval = static_cast<size_t>((departure_ns - std::min(start, departure_ns)) /
-                                                series_interval_ns_);
-    if (c.throughput_bytes.size() <= interval) c.throughput_bytes.resize(interval + 1, 0);
-    c.throughput_bytes[interval] += frame_bytes;
-    const uint64_t wire = wire_bytes(frame_bytes);
-    for (size_t i = 0; i < classes_.size(); ++i) {
-        if (classes_[i].queued == 0) continue;
-        if (i == class_id)
-            classes_[i].backlogged_wire_bytes += wire;
-        else
-            classes_[i].backlogged_others_wire_bytes += wire;
-    }
-    leave_queue(c, departure_ns);
-    if (ticket.flow != nullptr) bulk_flows_.depart(*ticket.flow, frame_bytes);
-    if (ticket.job != nullptr) bulk_jobs_.depart(*ticket.job, frame_bytes);
+std::map<std::string, uint64_t> ReplayReport::dropped_by_reason() const {
+    std::map<std::string, uint64_t> by_name;
+    for (const auto& [reason, n] : drops_by_reason_ptr_) by_name[reason] += n;
+    return by_name;
 }
 
 void ReplayReport::on_finish(uint64_t queued_at_end, uint64_t end_ns) {
     queued_at_end_ = queued_at_end;
     end_ns_ = end_ns;
+    // Classes still backlogged: the others' bytes of the open period count (its time does
+    // not, as before: backlogged_ns adds whole periods only).
+    for (auto& c : classes_)
+        if (c.queued != 0) settle_others(c);
     for (auto& c : classes_) std::sort(c.latencies_ns.begin(), c.latencies_ns.end());
 }
 
 uint64_t ReplayReport::dropped_packets() const {
     uint64_t total = 0;
-    for (const auto& [reason, n] : dropped_by_reason_) total += n;
+    for (const auto& [reason, n] : drops_by_reason_ptr_) total += n;
     return total;
 }
 
@@ -173,7 +116,7 @@ nlohmann::json ReplayReport::to_json() const {
     const uint64_t start = first_arrival_ns_ == UINT64_MAX ? 0 : first_arrival_ns_;
     const double duration_s = static_cast<double>(end_ns_ - std::min(start, end_ns_)) / 1e9;
     json dropped = json::object();
-    for (const auto& [reason, n] : dropped_by_reason_) dropped[reason] = n;
+    for (const auto& [reason, n] : dropped_by_reason()) dropped[reason] = n;
     json classes = json::object();
     for (size_t i = 0; i < classes_.size(); ++i) {
         const ClassStats& c = classes_[i];

@@ -3,13 +3,18 @@
 // percentiles are exact (every latency is kept: 8 bytes per transmitted packet).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include "replay/virtual_link.h"
 
 namespace twinlane::replay {
 
@@ -33,6 +38,10 @@ struct ClassStats {
     uint64_t backlogged_ns = 0;
     uint64_t backlogged_wire_bytes = 0;        // this class's bytes sent while backlogged
     uint64_t backlogged_others_wire_bytes = 0; // other classes' bytes sent meanwhile
+    // At the start of the current backlogged period: the link's total wire bytes and this
+    // class's backlogged_wire_bytes; the others' share is settled when the period ends.
+    uint64_t backlog_start_link_wire_bytes = 0;
+    uint64_t backlog_start_own_wire_bytes = 0;
 };
 
 class ReplayReport {
@@ -44,22 +53,68 @@ public:
     // resolved once at arrival and handed back at its departure or drop: two hash lookups per
     // packet instead of six. Null members for other classes. Stable: members are never erased.
     // measured (callgrind, replay_bench): on_departure 268 -> 173 instructions/packet.
-    struct Member;
+    struct Member {
+        uint64_t queued = 0;
+        double credit_start = 0;
+        double credit = 0;
+        double served = 0;
+    };
     struct Ticket {
         Member* flow = nullptr;
         Member* job = nullptr;
     };
 
+    // The per-packet events are inline (called once or twice per packet from the engine).
+    // measured (callgrind, replay_bench): report ~290 -> see replay/README.md.
     Ticket on_arrival(uint8_t class_id, uint32_t frame_bytes, uint64_t now_ns, uint32_t flow_hash,
-                      uint32_t job_id);
+                      uint32_t job_id) {
+        Ticket ticket;
+        if (class_id == bulk_class_) {
+            ticket.flow = bulk_flows_.arrive(flow_hash);
+            ticket.job = bulk_jobs_.arrive(job_id);
+        }
+        ++rx_packets_;
+        if (now_ns < first_arrival_ns_) {
+            first_arrival_ns_ = now_ns;
+            interval_end_ns_ = 0;  // the series starts here: forget the cached interval
+        }
+        ClassStats& c = classes_.at(class_id);
+        ++c.rx_packets;
+        c.rx_bytes += frame_bytes;
+        if (c.queued++ == 0) {
+            c.backlog_since_ns = now_ns;
+            c.backlog_start_link_wire_bytes = link_wire_bytes_;
+            c.backlog_start_own_wire_bytes = c.backlogged_wire_bytes;
+        }
+        return ticket;
+    }
     void on_malformed(std::string_view reason) {
         ++malformed_;
         ++malformed_by_reason_[std::string(reason)];
     }
     // A drop of an arrived packet: refused at enqueue, discarded by AQM, or malformed.
     void on_drop(uint8_t class_id, const char* reason, uint64_t now_ns, Ticket ticket);
+    // Departures come in time order (one link); any order is accepted.
     void on_departure(uint8_t class_id, uint32_t frame_bytes, uint64_t arrival_ns,
-                      uint64_t departure_ns, bool ecn_marked_here, Ticket ticket);
+                      uint64_t departure_ns, bool ecn_marked_here, Ticket ticket) {
+        ++tx_packets_;
+        ClassStats& c = classes_[class_id];  // arrived before, so checked by on_arrival
+        ++c.tx_packets;
+        c.tx_bytes += frame_bytes;
+        if (ecn_marked_here) ++c.ecn_marked;
+        c.latencies_ns.push_back(departure_ns - arrival_ns);
+        const size_t interval = series_interval(departure_ns);
+        if (c.throughput_bytes.size() <= interval) c.throughput_bytes.resize(interval + 1, 0);
+        c.throughput_bytes[interval] += frame_bytes;
+        // Other classes' bytes sent while `c` is backlogged are settled when its period ends
+        // (leave_queue): O(1) per departure instead of a pass over the classes.
+        const uint64_t wire = wire_bytes(frame_bytes);
+        link_wire_bytes_ += wire;
+        if (c.queued != 0) c.backlogged_wire_bytes += wire;
+        leave_queue(c, departure_ns);
+        if (ticket.flow != nullptr) bulk_flows_.depart(*ticket.flow, frame_bytes);
+        if (ticket.job != nullptr) bulk_jobs_.depart(*ticket.job, frame_bytes);
+    }
     void on_finish(uint64_t queued_at_end, uint64_t end_ns);
 
     const std::vector<ClassStats>& classes() const { return classes_; }
@@ -85,7 +140,6 @@ private:
     uint8_t bulk_class_;
     uint64_t series_interval_ns_;
     std::vector<ClassStats> classes_;
-    std::map<std::string, uint64_t> dropped_by_reason_;
     std::map<std::string, uint64_t> malformed_by_reason_;
     uint64_t rx_packets_ = 0;
     uint64_t tx_packets_ = 0;
@@ -93,7 +147,39 @@ private:
     uint64_t queued_at_end_ = 0;
     uint64_t first_arrival_ns_ = UINT64_MAX;
     uint64_t end_ns_ = 0;
-    void leave_queue(ClassStats& c, uint64_t now_ns);
+    uint64_t link_wire_bytes_ = 0;  // every class's wire bytes sent so far
+    // The throughput-series interval of the last departure, [start, end) in ns: departures
+    // come in time order, so the division is needed once per interval.
+    size_t interval_index_ = 0;
+    uint64_t interval_start_ns_ = 1;
+    uint64_t interval_end_ns_ = 0;
+    size_t series_interval(uint64_t departure_ns) {
+        if (departure_ns >= interval_start_ns_ && departure_ns < interval_end_ns_)
+            return interval_index_;
+        const uint64_t start = first_arrival_ns_ == UINT64_MAX ? 0 : first_arrival_ns_;
+        const uint64_t since = departure_ns - std::min(start, departure_ns);
+        interval_index_ = static_cast<size_t>(since / series_interval_ns_);
+        // Cache only when the series start is known and the interval is clear of it.
+        if (first_arrival_ns_ != UINT64_MAX && departure_ns >= start) {
+            interval_start_ns_ = start + interval_index_ * series_interval_ns_;
+            interval_end_ns_ = interval_start_ns_ + series_interval_ns_;
+        }
+        return interval_index_;
+    }
+    void leave_queue(ClassStats& c, uint64_t now_ns) {
+        if (c.queued == 0) return;
+        if (--c.queued == 0) {
+            c.backlogged_ns += now_ns - c.backlog_since_ns;
+            settle_others(c);
+        }
+    }
+    void settle_others(ClassStats& c) const {
+        c.backlogged_others_wire_bytes += (link_wire_bytes_ - c.backlog_start_link_wire_bytes) -
+                                          (c.backlogged_wire_bytes - c.backlog_start_own_wire_bytes);
+    }
+    // Reasons are strings with static storage: counted by pointer, merged by name on output.
+    std::vector<std::pair<const char*, uint64_t>> drops_by_reason_ptr_;
+    std::map<std::string, uint64_t> dropped_by_reason() const;
     // Fairness among the bulk class's flows (or jobs), judged only while they are backlogged:
     // each departure credits every backlogged member with an equal share of its bytes (a
     // virtual clock, as in fair-queueing theory), and a member's score is the bytes it was
@@ -104,7 +190,23 @@ private:
         std::unordered_map<uint32_t, Member> members;
         size_t backlogged = 0;
         double virtual_bytes = 0;  // cumulative share of one backlogged member
-        Member* arrive(uint32_t key);
+        // Members looked up recently, direct-mapped by key: a flow's packets come in runs.
+        // measured (callgrind, replay_bench): Group::arrive 61 -> see replay/README.md.
+        struct Cached {
+            uint32_t key = 0;
+            Member* member = nullptr;
+        };
+        std::array<Cached, 64> cache{};
+        Member* arrive(uint32_t key) {
+            Cached& slot = cache[key % cache.size()];
+            if (slot.member == nullptr || slot.key != key) slot = Cached{key, &members[key]};
+            Member& m = *slot.member;
+            if (m.queued++ == 0) {
+                ++backlogged;
+                m.credit_start = virtual_bytes;
+            }
+            return &m;
+        }
         void leave(Member& m);
         void depart(Member& m, uint32_t bytes);
         double jain() const;
@@ -114,12 +216,19 @@ private:
     Group bulk_jobs_;
 };
 
-struct ReplayReport::Member {
-    uint64_t queued = 0;
-    double credit_start = 0;
-    double credit = 0;
-    double served = 0;
-};
+inline void ReplayReport::Group::leave(Member& m) {
+    if (m.queued == 0) return;
+    if (--m.queued == 0) {
+        --backlogged;
+        m.credit += virtual_bytes - m.credit_start;
+    }
+}
+
+inline void ReplayReport::Group::depart(Member& m, uint32_t bytes) {
+    if (backlogged != 0) virtual_bytes += static_cast<double>(bytes) / static_cast<double>(backlogged);
+    m.served += bytes;
+    leave(m);
+}
 
 // Prints one row per class for each report, side by side when several are given.
 std::string format_comparison(const std::vector<const ReplayReport*>& reports);
