@@ -193,14 +193,14 @@ void Scheduler::reset_queues() {
 
 // ---- pool and queues ----------------------------------------------------------------------
 
-uint32_t Scheduler::allocate_slot() {
+[[gnu::always_inline]] inline uint32_t Scheduler::allocate_slot() {
     const uint32_t slot = free_slot_head_;
     free_slot_head_ = next_slot_[slot];
     --pool_free_count_;
     return slot;
 }
 
-void Scheduler::release_slot(uint32_t slot) {
+[[gnu::always_inline]] inline void Scheduler::release_slot(uint32_t slot) {
     next_slot_[slot] = free_slot_head_;
     free_slot_head_ = slot;
     ++pool_free_count_;
@@ -230,9 +230,13 @@ uint32_t Scheduler::pop_flow_list(Leaf& leaf, FlowList list) {
     return flow;
 }
 
-void Scheduler::insert(Leaf& leaf, const Packet& packet) {
+// Hot-path helpers below are forced inline: measured (callgrind, sched_cost fq64) as calls
+// they cost about 20 instructions/packet each way in register saves and argument moves.
+[[gnu::always_inline]] inline void Scheduler::insert(Leaf& leaf, const Packet& packet,
+                                                     uint64_t arrival_ns) {
     const uint32_t slot = allocate_slot();
     slots_[slot] = packet;
+    slots_[slot].arrival_ns = arrival_ns;
     next_slot_[slot] = kInvalid;
     const uint32_t flow_index = leaf.first_flow + (packet.flow_hash & leaf.flow_mask);
     Flow& flow = flows_[flow_index];
@@ -253,7 +257,8 @@ void Scheduler::insert(Leaf& leaf, const Packet& packet) {
     if (leaf.packets++ == 0) activate(leaf.node);
 }
 
-bool Scheduler::pop_flow(Leaf& leaf, uint32_t flow_index, Packet& out) {
+[[gnu::always_inline]] inline bool Scheduler::pop_flow(Leaf& leaf, uint32_t flow_index,
+                                                      Packet& out) {
     Flow& flow = flows_[flow_index];
     const uint32_t slot = flow.head;
     if (slot == kInvalid) return false;
@@ -515,9 +520,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
                     }
                 }
                 if (admit) {
-                    Packet stamped = packet;
-                    stamped.arrival_ns = now_ns;
-                    insert(leaf, stamped);
+                    insert(leaf, packet, now_ns);
                     ++leaf.counters.packets_in;
                     leaf.counters.bytes_in += length;
                     ++accepted;
@@ -533,8 +536,9 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
     return accepted;
 }
 
-bool Scheduler::dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out,
-                             DropSink& sink) {
+[[gnu::always_inline]] inline bool Scheduler::dequeue_flow(Leaf& leaf, uint32_t flow,
+                                                          uint64_t now_ns, Packet& out,
+                                                          DropSink& sink) {
     if (!leaf.codel.enabled) return pop_flow(leaf, flow, out);
     CodelQueue queue(*this, leaf, flow, sink);
     const CodelVerdict verdict = codel_dequeue(codel_states_[flow], leaf.codel, queue, now_ns, out);
@@ -581,7 +585,8 @@ bool Scheduler::dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink&
     }
 }
 
-void Scheduler::record_departure(Leaf& leaf, const Packet& packet, uint64_t now_ns) {
+[[gnu::always_inline]] inline void Scheduler::record_departure(Leaf& leaf, const Packet& packet,
+                                                              uint64_t now_ns) {
     QueueCounters& counters = leaf.counters;
     const uint64_t sojourn_ns = now_ns - packet.arrival_ns;
     counters.sojourn_max_ns = std::max(counters.sojourn_max_ns, sojourn_ns);
@@ -738,7 +743,7 @@ std::optional<ValidationError> Scheduler::migrate_from(Scheduler& old_tree) {
             for (uint32_t slot = flow.head; slot != kInvalid; slot = old_tree.next_slot_[slot]) {
                 Packet packet = old_tree.slots_[slot];
                 packet.leaf = destination[l];  // the descriptor names the leaf it is queued in
-                insert(to, packet);
+                insert(to, packet, packet.arrival_ns);
                 ++to.counters.packets_in;
                 to.counters.bytes_in += packet.length_bytes;
                 ++from.counters.migrated_out_packets;

@@ -178,7 +178,7 @@ private:
 
     uint32_t allocate_slot();
     void release_slot(uint32_t slot);
-    void insert(Leaf& leaf, const Packet& packet);
+    void insert(Leaf& leaf, const Packet& packet, uint64_t arrival_ns);
     bool pop_flow(Leaf& leaf, uint32_t flow, Packet& out);
     void push_flow_list(Leaf& leaf, FlowList list, uint32_t flow);
     uint32_t pop_flow_list(Leaf& leaf, FlowList list);

@@ -40,12 +40,13 @@ public:
         last_ns_ = now_ns;
         if (rate_bits_per_sec_ == 0) return;
         const uint64_t room = static_cast<uint64_t>(capacity_units_ - tokens_units_);
-        // Compare by division first so the product below cannot overflow.
-        if (elapsed_ns >= room / rate_bits_per_sec_ + 1) {
+        // An overflowing product is certainly more than the room: no 64-bit division (tens of
+        // cycles) per refill.
+        uint64_t added = 0;
+        if (__builtin_mul_overflow(elapsed_ns, rate_bits_per_sec_, &added) || added >= room) {
             tokens_units_ = capacity_units_;
         } else {
-            tokens_units_ += static_cast<int64_t>(elapsed_ns * rate_bits_per_sec_);
-            if (tokens_units_ > capacity_units_) tokens_units_ = capacity_units_;
+            tokens_units_ += static_cast<int64_t>(added);
         }
     }
 
