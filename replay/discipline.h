@@ -1,6 +1,8 @@
 // The queueing discipline a replay drives: twinlane's scheduler, a FIFO, or DPDK's rte_sched.
 // The replay engine owns the packets; a discipline holds sched::Packet descriptors whose
-// `handle` is the engine's slot number. Drops are handed back with a reason name (a string
+// `handle` is the engine's slot number, and hands every descriptor back (from dequeue or as a
+// drop) as it was given, with `arrival_ns` the enqueue time (the engine relies on this: it
+// reads class, length and arrival time from the descriptor, not from its slot). Drops are handed back with a reason name (a string
 // with static storage) so that the report can break them down per discipline.
 // Not on a realtime path: one virtual call per packet is fine here. Single-threaded.
 #pragma once
@@ -24,7 +26,9 @@ public:
     virtual std::string_view name() const = 0;
     // Offers one packet of class `class_id` and job `job_id` arriving at `now_ns`; a refused
     // packet is appended to `drops`.
-    virtual void enqueue(sched::Packet packet, uint8_t class_id, uint32_t job_id, uint64_t now_ns,
+    // The descriptor is taken by reference so that it is built once; the discipline may fill
+    // its own fields (the leaf) in it.
+    virtual void enqueue(sched::Packet& packet, uint8_t class_id, uint32_t job_id, uint64_t now_ns,
                          std::vector<ReplayDrop>& drops) = 0;
     // Takes the next packet to transmit at `now_ns`, if any is eligible. Packets discarded on
     // the way (AQM) are appended to `drops`.

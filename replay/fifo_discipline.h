@@ -14,7 +14,7 @@ public:
         : limit_packets_(limit_packets), limit_bytes_(limit_bytes) {}
 
     std::string_view name() const override { return "fifo"; }
-    void enqueue(sched::Packet packet, uint8_t, uint32_t, uint64_t,
+    void enqueue(sched::Packet& packet, uint8_t, uint32_t, uint64_t now_ns,
                  std::vector<ReplayDrop>& drops) override {
         if (queue_.size() >= limit_packets_) {
             drops.push_back({packet, "queue_full_packets"});
@@ -22,6 +22,7 @@ public:
             drops.push_back({packet, "queue_full_bytes"});
         } else {
             bytes_ += packet.length_bytes;
+            packet.arrival_ns = now_ns;
             queue_.push_back(packet);
         }
     }

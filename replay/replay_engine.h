@@ -56,25 +56,24 @@ public:
     uint64_t finish();
 
 private:
-    // What the engine keeps of a packet in flight: one cache line. The classifier reads the
+    // What the engine keeps of a packet in flight, beside the descriptor (sched::Packet: class,
+    // length, arrival time) that the discipline holds: half a cache line. The classifier reads the
     // input frame in place; only the first bytes of its IP header are copied here, because
     // the DSCP remark and the discipline's ECN marking write them (sched::Packet::l3 points
     // here) and the report asks whether the discipline set CE. Whole frames are kept beside
     // (frames_) only when an output pcap is written; the IP header bytes are copied back into
     // the frame when it is written.
     // measured (callgrind, replay_bench): a 256-byte std::vector copy per packet -> this.
-    static constexpr uint32_t kL3CopyBytes = 24;  // IPv4 TOS and checksum, IPv6 traffic class
-    struct alignas(64) Slot {
-        uint64_t arrival_ns = 0;
+    // IPv4: TOS and header checksum (bytes 1, 10, 11); IPv6: traffic class (bytes 0, 1).
+    static constexpr uint32_t kL3CopyBytes = 12;
+    struct alignas(32) Slot {
         ReplayReport::Ticket ticket;  // the report's fairness members, looked up once
-        uint32_t wire_length = 0;
+        uint8_t l3[kL3CopyBytes] = {};
         uint16_t l3_offset = 0;
         uint8_t l3_bytes = 0;  // bytes of the IP header copied into l3 (<= kL3CopyBytes)
-        uint8_t ip_version = 0;
-        uint8_t class_id = 0;
         bool ce_at_arrival = false;
-        uint8_t l3[kL3CopyBytes] = {};
     };
+    static_assert(sizeof(Slot) == 32);
     // Slots live in fixed chunks that never move: the discipline holds pointers into them.
     static constexpr uint32_t kChunkShift = 10;
     static constexpr uint32_t kChunkSlots = 1u << kChunkShift;
@@ -92,7 +91,7 @@ private:
     void report_drops(uint64_t now_ns);
     Slot& slot(uint32_t id) { return chunks_[id >> kChunkShift][id & (kChunkSlots - 1)]; }
     uint32_t take_slot();
-    static bool ce_marked(const Slot& slot);
+    static bool ce_marked(const Slot& slot, uint8_t ip_version);
 
     ReplayOptions options_;
     classifier::Classifier& classifier_;

@@ -88,6 +88,8 @@ public:
         }
         return ticket;
     }
+    // Whether packets of this class get a non-empty ticket (members to credit).
+    bool has_ticket(uint8_t class_id) const { return class_id == bulk_class_; }
     void on_malformed(std::string_view reason) {
         ++malformed_;
         ++malformed_by_reason_[std::string(reason)];

@@ -99,8 +99,9 @@ RteSchedDiscipline::~RteSchedDiscipline() {
     if (pool_ != nullptr) rte_mempool_free(pool_);
 }
 
-void RteSchedDiscipline::enqueue(sched::Packet packet, uint8_t class_id, uint32_t job_id,
-                                 uint64_t, std::vector<ReplayDrop>& drops) {
+void RteSchedDiscipline::enqueue(sched::Packet& packet, uint8_t class_id, uint32_t job_id,
+                                 uint64_t now_ns, std::vector<ReplayDrop>& drops) {
+    packet.arrival_ns = now_ns;
     rte_mbuf* m = rte_pktmbuf_alloc(pool_);
     if (m == nullptr) {
         drops.push_back({packet, "pool_exhausted"});

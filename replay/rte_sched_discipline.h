@@ -39,7 +39,7 @@ public:
     const std::string& error() const { return error_; }
 
     std::string_view name() const override { return "rte_sched"; }
-    void enqueue(sched::Packet packet, uint8_t class_id, uint32_t job_id, uint64_t now_ns,
+    void enqueue(sched::Packet& packet, uint8_t class_id, uint32_t job_id, uint64_t now_ns,
                  std::vector<ReplayDrop>& drops) override;
     bool dequeue(uint64_t now_ns, sched::Packet& out, std::vector<ReplayDrop>& drops) override;
     uint64_t next_eligible_ns(uint64_t now_ns) override {

@@ -20,7 +20,7 @@ public:
         : scheduler_(std::move(scheduler)), leaf_of_(std::move(leaf_of)) {}
 
     std::string_view name() const override { return "twinlane"; }
-    void enqueue(sched::Packet packet, uint8_t class_id, uint32_t job_id, uint64_t now_ns,
+    void enqueue(sched::Packet& packet, uint8_t class_id, uint32_t job_id, uint64_t now_ns,
                  std::vector<ReplayDrop>& drops) override {
         packet.leaf = leaf(class_id, job_id);
         sched::DroppedPacket dropped[1];
