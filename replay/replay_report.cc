@@ -16,6 +16,30 @@ double percentile_us(std::vector<uint64_t>& sorted, double q) {
     return static_cast<double>(sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1]) / 1e3;
 }
 
+// Sorts latencies (ns) ascending: LSD radix sort on 11-bit digits, only as many passes as the
+// largest value needs (3 up to 8.6 s). Same result as std::sort, without its n log n
+// comparisons. measured (perf, replay_bench finish): std::sort was ~18% of a run's time.
+void radix_sort(std::vector<uint64_t>& values) {
+    if (values.size() < 2) return;
+    constexpr unsigned kBits = 11;
+    constexpr size_t kBuckets = size_t{1} << kBits;
+    const uint64_t max = *std::max_element(values.begin(), values.end());
+    std::vector<uint64_t> scratch(values.size());
+    std::vector<size_t> counts(kBuckets);
+    for (unsigned shift = 0; shift < 64 && (max >> shift) != 0; shift += kBits) {
+        std::fill(counts.begin(), counts.end(), 0);
+        for (uint64_t v : values) ++counts[(v >> shift) & (kBuckets - 1)];
+        size_t sum = 0;
+        for (size_t& c : counts) {
+            const size_t n = c;
+            c = sum;
+            sum += n;
+        }
+        for (uint64_t v : values) scratch[counts[(v >> shift) & (kBuckets - 1)]++] = v;
+        values.swap(scratch);
+    }
+}
+
 double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 }  // namespace
@@ -73,7 +97,7 @@ void ReplayReport::on_finish(uint64_t queued_at_end, uint64_t end_ns) {
     // not, as before: backlogged_ns adds whole periods only).
     for (auto& c : classes_)
         if (c.queued != 0) settle_others(c);
-    for (auto& c : classes_) std::sort(c.latencies_ns.begin(), c.latencies_ns.end());
+    for (auto& c : classes_) radix_sort(c.latencies_ns);
 }
 
 uint64_t ReplayReport::dropped_packets() const {
