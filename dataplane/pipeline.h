@@ -1,7 +1,8 @@
 // The realtime packet path: the per-lcore contexts and the loop every lcore runs.
 //
 //   rx_stage:   rte_eth_rx_burst → headers linearised if multi-segment → classify_burst →
-//               metadata into the mbuf dynfield → one rte_ring per (egress port, class) lane
+//               metadata into the mbuf dynfield → one rte_ring per (egress port, class) lane,
+//               or straight into the scheduler when this lcore also runs the egress port
 //   sched_stage: between-bursts updates → drain lanes, highest priority first →
 //               sched::Scheduler::enqueue → dequeue within the TX pacer's allowance (port
 //               rate, NIC backlog budget) → rte_eth_tx_burst; refused packets held, in order,
@@ -60,6 +61,10 @@ struct RxTask {
     uint16_t queue = 0;
     uint16_t policy_port = 0;      // index for counters
     std::vector<rte_ring*> lanes;  // the egress port's lanes, by class id
+    // The egress task, when this lcore also runs it (run to completion): packets then go
+    // straight into its scheduler, skipping the lane rings. The scheduler orders them by
+    // priority all the same; rings only exist to cross lcores.
+    struct EgressTask* local_egress = nullptr;
 };
 
 struct EgressTask {

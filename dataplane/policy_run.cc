@@ -247,6 +247,10 @@ bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error) {
         }
         for (size_t port : role.egress)
             ctx->egress.push_back(p.egress[*p.egress_of[port]].get());
+        for (RxTask& task : ctx->rx) {
+            for (EgressTask* e : ctx->egress)
+                if (e->lanes == task.lanes) task.local_egress = e;
+        }
         if (!ctx->rx.empty()) {
             try {
                 ctx->classifier = std::make_unique<classifier::Classifier>(p.compiled.classifier);

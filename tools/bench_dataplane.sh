@@ -137,7 +137,7 @@ twinlane_run() {  # twinlane_run INPUT SIZE: writes the JSON report
 printf "%-14s %14s %14s %8s   %s\n" "input, frame" "testpmd Mpps" "twinlane Mpps" "ratio" \
     "twinlane cycles/packet (rx+classify, sched enqueue, dequeue+tx)"
 for input in ${INPUTS:-null mix}; do
-for size in 64 1500; do
+for size in ${SIZES:-64 1500}; do
     [ "$input" = mix ] && make_mix "$size"
     tp=$(testpmd_mpps "$input" "$size")
     twinlane_run "$input" "$size"
