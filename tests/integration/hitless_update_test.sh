@@ -17,16 +17,6 @@ iterations=${3:-18}
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$WORK"
 
-daemon=""
-writer=""
-cleanup() {
-    [ -n "$writer" ] && kill "$writer" 2>/dev/null
-    [ -n "$daemon" ] && kill -KILL "$daemon" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-mkfifo in.fifo
 for p in a b; do
     sed -e "s#WORK#$WORK#g" -e "s/METRICS/false/" "$here/hitless_$p.yaml" >"policy_$p.yaml"
 done
@@ -34,19 +24,9 @@ done
 # starved by another busy-polling process on its CPU.
 EAL=("${EAL_BASE[@]}" --lcores '0@(0-1),1@(0-1)')
 
-python3 "$here/flow_stream.py" write in.fifo --seconds 150 --stop-file stop \
-    --summary summary.json &
-writer=$!
-"$twinlane" run --json --idle-exit never --lane-ring-slots 32768 --drain-timeout 10000 \
-    -c policy_a.yaml -- "${EAL[@]}" >report.json 2>daemon.log &
-daemon=$!
-
-for _ in $(seq 200); do
-    [ -S twinlane.sock ] && break
-    kill -0 "$daemon" 2>/dev/null || fail "daemon exited at start: $(cat daemon.log)"
-    sleep 0.1
-done
-[ -S twinlane.sock ] || fail "no control socket after 20 s: $(cat daemon.log)"
+start_stream 150
+start_daemon "$twinlane" --json --idle-exit never --lane-ring-slots 32768 --drain-timeout 10000 \
+    -c policy_a.yaml -- "${EAL[@]}"
 
 timeout 150 python3 "$here/hitless_driver.py" "$twinlanectl" "$WORK/twinlane.sock" \
     "$WORK/policy_a.yaml" "$WORK/policy_b.yaml" "$iterations" >driver.txt ||
@@ -56,8 +36,8 @@ timeout 150 python3 "$here/hitless_driver.py" "$twinlanectl" "$WORK/twinlane.soc
 # daemon has read and sent all of it.
 sleep 1
 touch stop
-wait "$writer" || fail "stream writer failed"
-writer=""
+wait "$stream_writer" || fail "stream writer failed"
+stream_writer=""
 total=$(json_field summary.json total)
 for _ in $(seq 600); do
     ports=$("$twinlanectl" -s twinlane.sock -j stats ports) || fail "stats ports failed"

@@ -13,15 +13,6 @@ twinlanectl=$(realpath "$2")
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$WORK"
 
-daemon=""
-writer=""
-cleanup() {
-    [ -n "$writer" ] && kill "$writer" 2>/dev/null
-    [ -n "$daemon" ] && kill -KILL "$daemon" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
 # Not running yet: exit 3 and a clear message.
 rc=0
 "$twinlanectl" -s "$WORK/twinlane.sock" status >none.txt 2>&1 || rc=$?
@@ -29,24 +20,14 @@ rc=0
 grep -q "twinlane daemon not running at $WORK/twinlane.sock" none.txt ||
     fail "no clear message without a daemon: $(cat none.txt)"
 
-mkfifo in.fifo
 sed -e "s#WORK#$WORK#g" -e "s/METRICS/true/" "$here/hitless_a.yaml" >policy.yaml
 metrics_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 prefix="tl-live-$$"
 EAL=("${EAL_BASE[@]}" --lcores '0@(0-1),1@(0-1)' --file-prefix "$prefix")
 
-python3 "$here/flow_stream.py" write in.fifo --seconds 100 --stop-file stop \
-    --summary summary.json &
-writer=$!
-"$twinlane" run --json --idle-exit never --lane-ring-slots 32768 --metrics-port "$metrics_port" \
-    -c policy.yaml -- "${EAL[@]}" >report.json 2>daemon.log &
-daemon=$!
-for _ in $(seq 200); do
-    [ -S twinlane.sock ] && break
-    kill -0 "$daemon" 2>/dev/null || fail "daemon exited at start: $(cat daemon.log)"
-    sleep 0.1
-done
-[ -S twinlane.sock ] || fail "no control socket after 20 s: $(cat daemon.log)"
+start_stream 100
+start_daemon "$twinlane" --json --idle-exit never --lane-ring-slots 32768 --metrics-port "$metrics_port" \
+    -c policy.yaml -- "${EAL[@]}"
 ctl() { timeout 60 "$twinlanectl" -s "$WORK/twinlane.sock" --timeout 30s "$@"; }
 sleep 1.5  # traffic through, and one rate sample
 
@@ -108,8 +89,8 @@ assert reply["training"]["classified_packets"] > 0, reply
 PY
 
 touch stop
-wait "$writer"
-writer=""
+wait "$stream_writer"
+stream_writer=""
 kill -TERM "$daemon"
 rc=0
 wait "$daemon" || rc=$?
