@@ -262,26 +262,21 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
         const uint16_t sent = offer(e, e.held.data(), e.held_count, c, shared, now_ns);
         if (e.held_count != 0) return sent;  // the NIC is still full: keep order, add nothing
     }
-    uint64_t allowance = e.pacer.allowance_bytes(now_ns);
+    const uint64_t allowance = e.pacer.allowance_bytes(now_ns);
+    if (allowance == 0) return 0;
+    // A packet may start while any allowance is left, so the budget is overshot by less than
+    // one maximum-size frame, like a BQL limit. One tree walk per run of packets from a leaf.
+    sched::Packet pkts[kBurst];
+    sched::DroppedPacket drops[kBurst];
+    const sched::DequeueResult r = e.scheduler->dequeue_burst(
+        pkts, kBurst, allowance - 1 + TxPacer::wire_bytes(e.max_frame_bytes), now_ns, drops,
+        kBurst, TxPacer::kWireCost);
+    free_drops(drops, r.dropped, c);
+    if (r.packets == 0) return 0;
     rte_mbuf* out[kBurst];
-    uint16_t n = 0;
-    while (allowance != 0 && n < kBurst) {
-        // Ask for no more than the allowance surely covers (at least one packet), so the
-        // budget is overshot by at most one frame, like a BQL limit.
-        const uint32_t want = std::clamp<uint64_t>(allowance / e.max_frame_bytes, 1, kBurst - n);
-        sched::Packet pkts[kBurst];
-        sched::DroppedPacket drops[kBurst];
-        const sched::DequeueResult r = e.scheduler->dequeue(pkts, want, now_ns, drops, kBurst);
-        free_drops(drops, r.dropped, c);
-        if (r.packets == 0) break;
-        for (uint32_t i = 0; i < r.packets; ++i) {
-            out[n++] = static_cast<rte_mbuf*>(pkts[i].handle);
-            const uint64_t wire =
-                std::max<uint32_t>(pkts[i].length_bytes, 60) + TxPacer::kFrameOverheadBytes;
-            allowance -= std::min(allowance, wire);
-        }
-    }
-    return n == 0 ? 0 : offer(e, out, n, c, shared, now_ns);
+    for (uint32_t i = 0; i < r.packets; ++i)
+        out[i] = static_cast<rte_mbuf*>(pkts[i].handle);
+    return offer(e, out, static_cast<uint16_t>(r.packets), c, shared, now_ns);
 }
 
 // ---- Shutdown ------------------------------------------------------------------------------

@@ -24,12 +24,21 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "sched/scheduler.h"
+
 namespace twinlane::dataplane {
 
 class TxPacer {
 public:
     // Wire overhead per frame not in its length: FCS, preamble + SFD, inter-frame gap.
     static constexpr uint32_t kFrameOverheadBytes = 4 + 8 + 12;
+    static constexpr uint32_t kMinFrameBytes = 60;  // without FCS; shorter frames are padded
+    // What the pacer counts for a frame of `frame_bytes` (without FCS), and the same as the
+    // scheduler's dequeue_burst charges it.
+    static constexpr sched::WireCost kWireCost{kMinFrameBytes, kFrameOverheadBytes};
+    static constexpr uint64_t wire_bytes(uint32_t frame_bytes) {
+        return std::max(frame_bytes, kMinFrameBytes) + kFrameOverheadBytes;
+    }
     // Longest loop pass the budget grows to cover (link time).
     static constexpr uint64_t kMaxPassNs = 1'000'000;
 
@@ -52,7 +61,7 @@ public:
 
     // Records a frame of `frame_bytes` accepted by the NIC.
     void on_transmit(uint32_t frame_bytes) {
-        backlog_bytes_ += std::max<uint32_t>(frame_bytes, 60) + kFrameOverheadBytes;
+        backlog_bytes_ += wire_bytes(frame_bytes);
     }
 
     // When the modelled backlog will be below the budget again (now_ns if it already is).
