@@ -72,10 +72,10 @@ sched::Packet to_sched_packet(const EgressTask& e, rte_mbuf* m, const PacketMeta
 // Enqueues one lane's packets into the scheduler; frees and counts what it drops.
 void enqueue_lane(EgressTask& e, rte_mbuf* const* m, uint32_t n, uint8_t lane, LcoreCounters& c,
                   const PipelineShared& shared, uint64_t now_ns) {
-    sched::Packet pkts[kBurst];
+    sched::Packet* pkts = e.scratch_packets.data();
     for (uint32_t i = 0; i < n; ++i)
         pkts[i] = to_sched_packet(e, m[i], *packet_meta(m[i], shared.meta_offset), lane);
-    sched::DroppedPacket drops[kBurst];
+    sched::DroppedPacket* drops = e.scratch_drops.data();
     const uint32_t accepted = e.scheduler->enqueue(pkts, n, now_ns, drops);
     free_drops(drops, n - accepted, c);
 }
@@ -106,7 +106,7 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared,
             header_bytes[i] = wanted;
         }
     }
-    classifier::Result results[kBurst];
+    classifier::Result* results = ctx.scratch_results.data();
     ctx.classifier->classify_burst(frames, header_bytes, wire_bytes, n, task.dpdk_port, now_ns,
                                    results);
 
@@ -266,8 +266,8 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
     if (allowance == 0) return 0;
     // A packet may start while any allowance is left, so the budget is overshot by less than
     // one maximum-size frame, like a BQL limit. One tree walk per run of packets from a leaf.
-    sched::Packet pkts[kBurst];
-    sched::DroppedPacket drops[kBurst];
+    sched::Packet* pkts = e.scratch_packets.data();
+    sched::DroppedPacket* drops = e.scratch_drops.data();
     const sched::DequeueResult r = e.scheduler->dequeue_burst(
         pkts, kBurst, allowance - 1 + TxPacer::wire_bytes(e.max_frame_bytes), now_ns, drops,
         kBurst, TxPacer::kWireCost);
