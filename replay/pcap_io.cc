@@ -1,6 +1,10 @@
 #include "replay/pcap_io.h"
 
+#include <fcntl.h>
 #include <pcap/pcap.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -25,13 +29,122 @@ PcapReader::PcapReader(const std::string& path) : path_(path) {
                         std::to_string(linktype) + "), only Ethernet (EN10MB) is supported");
     }
     snap_length_ = static_cast<uint32_t>(pcap_snapshot(handle_));
+    map_file();
 }
 
 PcapReader::~PcapReader() {
+    if (map_ != nullptr) munmap(const_cast<uint8_t*>(map_), map_size_);
     if (handle_ != nullptr) pcap_close(handle_);
 }
 
+namespace {
+constexpr size_t kFileHeaderBytes = 24;
+constexpr size_t kRecordHeaderBytes = 16;
+// libpcap's largest caplen for Ethernet (MAXIMUM_SNAPLEN); above it libpcap reports an error.
+constexpr uint32_t kMaxCaplen = 262144;
+
+uint32_t load32(const uint8_t* p, bool swapped) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return swapped ? __builtin_bswap32(v) : v;
+}
+}  // namespace
+
+// libpcap copies every record (fread) into its buffer, whole frames included: for a file of
+// jumbo frames that copy and its system calls cost more than the replay itself. A classic
+// pcap in a regular file is read in place instead; libpcap has already checked its header.
+void PcapReader::map_file() {
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<size_t>(st.st_size) < kFileHeaderBytes) {
+        ::close(fd);
+        return;
+    }
+    const auto size = static_cast<size_t>(st.st_size);
+    void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED) return;
+    const auto* bytes = static_cast<const uint8_t*>(map);
+    uint32_t magic;
+    std::memcpy(&magic, bytes, sizeof magic);
+    switch (magic) {
+    case 0xa1b2c3d4: break;
+    case 0xa1b23c4d: nanosecond_ = true; break;
+    case 0xd4c3b2a1: swapped_ = true; break;
+    case 0x4d3cb2a1: swapped_ = nanosecond_ = true; break;
+    default:  // pcapng or a variant: libpcap reads it
+        munmap(map, size);
+        return;
+    }
+    // Version 2.4 only: libpcap swaps caplen and len in some older files.
+    uint16_t version[2];
+    std::memcpy(version, bytes + 4, sizeof version);
+    if (swapped_) {
+        version[0] = __builtin_bswap16(version[0]);
+        version[1] = __builtin_bswap16(version[1]);
+    }
+    if (version[0] != 2 || version[1] != 4) {
+        munmap(map, size);
+        return;
+    }
+    madvise(map, size, MADV_SEQUENTIAL);
+    map_ = bytes;
+    map_size_ = size;
+    offset_ = kFileHeaderBytes;
+    reading_mapped_ = true;
+}
+
 bool PcapReader::next(PcapRecord& record) {
+    if (reading_mapped_ && next_mapped(record)) return true;
+    last_mapped_ = false;
+    if (reading_mapped_) return false;  // clean end of the mapped file
+    return next_libpcap(record);
+}
+
+// Returns false at the clean end of the file, or with reading_mapped_ cleared when libpcap
+// must read on from this record (it then finds what is wrong and says so, as it would have).
+bool PcapReader::next_mapped(PcapRecord& record) {
+    if (offset_ == map_size_) return false;
+    const size_t left = map_size_ - offset_;
+    const uint8_t* header = map_ + offset_;
+    if (left >= kRecordHeaderBytes) {
+        const uint32_t caplen = load32(header + 8, swapped_);
+        const uint32_t len = load32(header + 12, swapped_);
+        const uint32_t seconds = load32(header, swapped_);
+        const uint32_t fraction = load32(header + 4, swapped_);
+        // libpcap's record timestamps are signed 32-bit: leave the sign bit to it.
+        if (caplen <= snap_length_ && caplen <= kMaxCaplen &&
+            left - kRecordHeaderBytes >= caplen && seconds < 0x80000000u &&
+            fraction < 0x80000000u) {
+            if (caplen > len) {
+                throw PcapError("corrupt pcap '" + path_ + "': record " +
+                                std::to_string(records_read_) + " has caplen " +
+                                std::to_string(caplen) + " > wire length " + std::to_string(len));
+            }
+            // As libpcap with nanosecond precision: microseconds scaled up.
+            record.timestamp_ns = uint64_t{seconds} * 1'000'000'000ULL +
+                                  (nanosecond_ ? uint64_t{fraction} : uint64_t{fraction} * 1000);
+            record.wire_length = len;
+            record.captured = std::span<const uint8_t>(header + kRecordHeaderBytes, caplen);
+            offset_ += kRecordHeaderBytes + caplen;
+            ++records_read_;
+            last_mapped_ = true;
+            return true;
+        }
+    }
+    // Something unusual: libpcap reads on from this record.
+    reading_mapped_ = false;
+    FILE* file = pcap_file(handle_);
+    if (file == nullptr || fseeko(file, static_cast<off_t>(offset_), SEEK_SET) != 0) {
+        throw PcapError("cannot read pcap '" + path_ + "' after record " +
+                        std::to_string(records_read_) + ": seek failed");
+    }
+    return false;
+}
+
+bool PcapReader::next_libpcap(PcapRecord& record) {
     pcap_pkthdr* header = nullptr;
     const u_char* data = nullptr;
     const int status = pcap_next_ex(handle_, &header, &data);

@@ -4,7 +4,11 @@
 //   PcapReader opens a classic pcap file (microsecond or nanosecond variant; libpcap converts
 //   both to ns), requires Ethernet (DLT_EN10MB) and hands out one record at a time: the
 //   captured bytes (caplen) and the original wire length, which is larger for snapped frames.
-//   The record's bytes stay valid until the next call to next(). Memory is one record.
+//   The record's bytes stay valid until the next call to next(), or, when
+//   record_outlives_next() says so, as long as the reader. A classic pcap that is a regular
+//   file is memory-mapped and its records are handed out in place (no copy of the frames);
+//   at anything unusual in a record (truncation, caplen above the snap length) and for every
+//   other file (pcapng, pipes) libpcap reads it, with libpcap's behaviour and messages.
 //   Missing, unreadable, non-Ethernet or corrupt/truncated files throw PcapError whose message
 //   names the file and libpcap's reason.
 //   PcapWriter writes an Ethernet pcap in nanosecond (default) or microsecond resolution
@@ -47,14 +51,30 @@ class PcapReader {
     // Fills `record` and returns true, or returns false at a clean end of file.
     bool next(PcapRecord& record);
 
+    // Whether the record last returned by next() stays valid after the next call (it lies
+    // in the file's mapping), so that records can be gathered into bursts.
+    bool record_outlives_next() const { return last_mapped_; }
+
     uint32_t snap_length() const { return snap_length_; }
     uint64_t records_read() const { return records_read_; }
 
   private:
+    void map_file();
+    bool next_mapped(PcapRecord& record);
+    bool next_libpcap(PcapRecord& record);
+
     std::string path_;
     pcap* handle_ = nullptr;
     uint32_t snap_length_ = 0;
     uint64_t records_read_ = 0;
+    // The mapped file while records are read from it (reading_mapped_), kept until the end.
+    const uint8_t* map_ = nullptr;
+    size_t map_size_ = 0;
+    size_t offset_ = 0;  // of the next record header in the mapping
+    bool reading_mapped_ = false;
+    bool last_mapped_ = false;
+    bool swapped_ = false;     // the file's byte order is not ours
+    bool nanosecond_ = false;  // the file's timestamps are in ns (else µs)
 };
 
 class PcapWriter {

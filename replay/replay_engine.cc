@@ -49,8 +49,24 @@ bool BasicReplayEngine<D>::ce_marked(const Slot& s, uint8_t ip_version) {
 
 template <class D>
 uint64_t BasicReplayEngine<D>::run(PcapReader& input) {
-    PcapRecord record;
-    while (input.next(record)) offer(record);
+    // Records read in place from the file's mapping stay valid: they are gathered into bursts
+    // (prefetched by offer_burst); a record from libpcap is offered before the next read.
+    constexpr size_t kBurst = 32;
+    PcapRecord burst[kBurst];
+    while (true) {
+        size_t n = 0;
+        try {
+            while (n < kBurst && input.next(burst[n])) {
+                ++n;
+                if (!input.record_outlives_next()) break;
+            }
+        } catch (const PcapError&) {
+            offer_burst(burst, n);  // what was read before the error, as one by one would
+            throw;
+        }
+        if (n == 0) break;
+        offer_burst(burst, n);
+    }
     return finish();
 }
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -149,6 +151,55 @@ TEST_F(PcapIoTest, TruncatedRecordIsReportedAfterTheGoodOnes) {
         FAIL() << "expected PcapError";
     } catch (const PcapError& error) {
         EXPECT_NE(std::string(error.what()).find("cut.pcap"), std::string::npos);
+    }
+}
+
+// Classic pcaps in regular files are read in place: records outlive next(), and a file of the
+// other byte order reads the same (both are what libpcap hands out for them).
+TEST_F(PcapIoTest, MappedRecordsOutliveNextAndSwappedFilesReadTheSame) {
+    {
+        PcapWriter writer(path("ns.pcap"));
+        for (size_t i = 0; i < std::size(kTimestamps); ++i)
+            writer.write(kTimestamps[i], frame(60 + i * 500, static_cast<uint8_t>(i)), 9000);
+        writer.close();
+    }
+    std::ifstream in(path("ns.pcap"), std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+    // Byte-swap the file header's fields and every record header's four words.
+    std::vector<uint8_t> swapped = bytes;
+    auto swap_at = [&swapped](size_t offset, size_t width) {
+        std::reverse(swapped.begin() + static_cast<long>(offset),
+                     swapped.begin() + static_cast<long>(offset + width));
+    };
+    swap_at(0, 4);
+    swap_at(4, 2);
+    swap_at(6, 2);
+    for (size_t offset = 8; offset < 24; offset += 4) swap_at(offset, 4);
+    for (size_t offset = 24; offset < bytes.size();) {
+        uint32_t caplen;
+        std::memcpy(&caplen, bytes.data() + offset + 8, sizeof caplen);
+        for (size_t word = 0; word < 4; ++word) swap_at(offset + word * 4, 4);
+        offset += 16 + caplen;
+    }
+    write_bytes(path("swapped.pcap"), swapped);
+
+    for (const char* name : {"ns.pcap", "swapped.pcap"}) {
+        PcapReader reader(path(name));
+        std::vector<PcapRecord> records;
+        PcapRecord record;
+        while (reader.next(record)) {
+            EXPECT_TRUE(reader.record_outlives_next()) << name;
+            records.push_back(record);
+        }
+        ASSERT_EQ(records.size(), std::size(kTimestamps)) << name;
+        for (size_t i = 0; i < records.size(); ++i) {
+            EXPECT_EQ(records[i].timestamp_ns, kTimestamps[i]) << name;
+            EXPECT_EQ(records[i].wire_length, 9000u) << name;
+            const auto expected = frame(60 + i * 500, static_cast<uint8_t>(i));
+            EXPECT_TRUE(std::equal(records[i].captured.begin(), records[i].captured.end(),
+                                   expected.begin(), expected.end()))
+                << name << " record " << i;
+        }
     }
 }
 
