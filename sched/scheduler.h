@@ -6,10 +6,12 @@
 // never allocate, throw, lock, log or read a clock: time is the `now_ns` argument (monotonic ns).
 // Packets are copied by value into pool slots linked by 32-bit indices.
 //
-// Complexity per packet: enqueue O(depth); dequeue O(depth) when no shaper blocks the chosen
-// path, O(nodes) worst case when shapers make the scheduler skip capped subtrees (never
-// dependent on packet or flow counts); fq flow selection is amortised O(1) (DRR with
-// quantum >= max_packet_bytes). next_eligible_ns is O(backlogged nodes).
+// Complexity: enqueue O(1) per packet, plus O(depth) when a leaf goes from empty to
+// backlogged; dequeue one tree walk per run of packets from the same leaf (O(depth) when no
+// shaper blocks the chosen path, O(nodes) worst case when shapers make the scheduler skip
+// capped subtrees; never dependent on packet or flow counts) and O(1) per packet in the run;
+// fq flow selection is amortised O(1) (DRR with quantum >= max_packet_bytes).
+// next_eligible_ns is O(backlogged nodes).
 //
 // Drops are handed back, never freed here: enqueue writes every refused packet to `drops`
 // (room for n required, n - accepted entries written); dequeue writes CoDel drops to `drops`
@@ -72,8 +74,11 @@ public:
     // dequeues at now_ns would return such that the prefix has at most max_packets packets and
     // its WireCost sum is <= max_bytes: it stops before the packet that would exceed the budget
     // and leaves that packet queued, with the scheduler in exactly the state k single dequeues
-    // leave (k = packets returned). Also stops when the tree is empty or shapers block it.
-    // Cost: one tree walk per run of packets from the same leaf (a run lasts while the DRR
+    // leave (k = packets returned). Also stops when the tree is empty or shapers block it
+    // (then in the state max_packets single dequeues leave: a failed walk advances DRR rings
+    // exactly as a failed single dequeue does). `drops` is shared by the whole burst, as it is
+    // by consecutive single dequeues given the remaining capacity. The budget is exact: a
+    // budget below the next packet's cost returns nothing. Cost: one tree walk per run of packets from the same leaf (a run lasts while the DRR
     // deficits and shaper tokens on the leaf's path allow); a budget below one max-size frame
     // adds a non-mutating look-ahead per packet. CoDel drops go to `drops` as in dequeue().
     DequeueResult dequeue_burst(Packet* out, uint32_t max_packets, uint64_t max_bytes,

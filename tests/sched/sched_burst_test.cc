@@ -241,6 +241,37 @@ void run_one(uint32_t seed, Stats& stats) {
     }
 }
 
+TEST(SchedBurstTest, BudgetStopsBeforeThePacketThatWouldExceedItAndKeepsIt) {
+    TreeSpec spec;
+    spec.nodes = {testing::make_leaf("q", NodeKind::fifo, "")};
+    std::unique_ptr<Scheduler> scheduler = testing::build_or_fail(spec);
+    const std::vector<Packet> in = {testing::make_packet(0, 1000, 0, 1), testing::make_packet(0, 1500, 0, 2),
+                                    testing::make_packet(0, 40, 0, 3), testing::make_packet(0, 9000, 0, 4)};
+    std::array<DroppedPacket, 4> drops;
+    ASSERT_EQ(scheduler->enqueue(in.data(), 4, 0, drops.data()), 4u);
+    std::array<Packet, 4> out;
+    // 2499 bytes: 1000 fits, 1500 would exceed it and stays queued.
+    DequeueResult r = scheduler->dequeue_burst(out.data(), 4, 2499, 1, drops.data(), 4);
+    ASSERT_EQ(r.packets, 1u);
+    EXPECT_EQ(id_of(out[0]), 1u);
+    EXPECT_EQ(r.budget_bytes, 1000u);
+    EXPECT_EQ(scheduler->queued_packets(), 3u);
+    // No budget at all: nothing, nothing changes.
+    r = scheduler->dequeue_burst(out.data(), 4, 0, 1, drops.data(), 4);
+    EXPECT_EQ(r.packets, 0u);
+    // Wire cost {60, 24}: 1500 -> 1524, 40 -> 84; 1608 fits both exactly, 9000 stays.
+    r = scheduler->dequeue_burst(out.data(), 4, 1608, 1, drops.data(), 4, WireCost{60, 24});
+    ASSERT_EQ(r.packets, 2u);
+    EXPECT_EQ(id_of(out[0]), 2u);
+    EXPECT_EQ(id_of(out[1]), 3u);
+    EXPECT_EQ(r.budget_bytes, 1608u);
+    // The packet count binds before an unlimited budget.
+    r = scheduler->dequeue_burst(out.data(), 1, Scheduler::kUnlimitedBytes, 1, drops.data(), 4);
+    ASSERT_EQ(r.packets, 1u);
+    EXPECT_EQ(id_of(out[0]), 4u);
+    EXPECT_EQ(scheduler->queued_packets(), 0u);
+}
+
 TEST(SchedBurstTest, BurstDequeueEqualsRepeatedSingleDequeueOnRandomTrees) {
     Stats stats;
     for (uint32_t seed = 1; seed <= 150; ++seed) {
