@@ -209,6 +209,7 @@ __attribute__((always_inline)) inline void Classifier::prepare(const uint8_t* fr
 }
 
 __attribute__((always_inline)) inline void Classifier::finish(const Prepared& p,
+                                                              FlowEntry* found,
                                                               uint32_t wire_length,
                                                               uint64_t now_ns, Result& out) {
     if (p.malformed != MalformedReason::none) [[unlikely]] {
@@ -236,7 +237,8 @@ __attribute__((always_inline)) inline void Classifier::finish(const Prepared& p,
             applied = decide(p.key);  // 3-tuple: a later fragment carries no ports
         }
     } else {
-        FlowEntry* entry = flows_.capacity() != 0 ? flows_.find(p.key, p.hash) : nullptr;
+        FlowEntry* entry = found;
+        if (entry == nullptr && flows_.capacity() != 0) entry = flows_.find(p.key, p.hash);
         if (entry != nullptr) [[likely]] {
             touch_flow(*entry, wire_length, now_ns, false);
             applied = entry->applied;
@@ -300,19 +302,23 @@ Result Classifier::classify(const uint8_t* frame, uint32_t header_bytes, uint32_
     Prepared& prepared = group_[0];
     prepare(frame, header_bytes, wire_length, ingress_port, prepared);
     Result result;
-    finish(prepared, wire_length, now_ns, result);
+    finish(prepared, nullptr, wire_length, now_ns, result);
     return result;
 }
 
 void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* header_bytes,
                                 const uint32_t* wire_lengths, uint32_t count,
                                 uint16_t ingress_port, uint64_t now_ns, Result* out) {
-    // Parse and hash the whole group and prefetch every index slot (the slots arrive while
-    // later packets are parsed), then classify with each entry prefetched kEntryLead packets
-    // ahead (its slot is in cache by then). measured (classifier_bench, 1M flows, Mpps): old
-    // 4/8-deep ring 10.0; all 32 entries prefetched at once 9.4 (too many misses in flight
-    // for this VM: later ones stall); entry lead 2 / 4 / 6 / 8 / 12: 10.6 / 11.4 / 11.4 /
-    // 11.6 / 10.8 (plateau; 6 chosen). 4096 flows: unchanged (~45, all in L2).
+    // Three passes over a group of up to 32 packets (as rte_hash_lookup_bulk): parse and hash
+    // all of them, prefetching every index slot (the slots arrive while later packets are
+    // parsed); then look all of them up, prefetching each entry kEntryLead packets ahead;
+    // then classify and update them with their entries in cache. The lookup pass is short per
+    // packet, so the out-of-order core overlaps several packets' misses; classifying right
+    // after each lookup had one long dependent chain per packet, and every miss stalled it.
+    // measured (classifier_bench BM_HitPath_Burst/1048576, Mpps): old 4/8-deep ring 10.0;
+    // all 32 entries prefetched at once, lookup inside classification 9.4; lead 6, lookup
+    // inside classification 11.4-12.5; separate lookup pass 16.0-17.4 (entry lead 3 / 6 /
+    // 12 / 32 all within noise: 6 kept). 4096 flows (all in L2): 45-53 either way.
     const bool cached = flows_.capacity() != 0;
     for (uint32_t base = 0; base < count; base += kGroup) {
         const uint32_t n = count - base < kGroup ? count - base : kGroup;
@@ -325,10 +331,28 @@ void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* he
             for (uint32_t i = 0; i < n && i < kEntryLead; ++i) {
                 flows_.prefetch_entry(group_[i].hash);
             }
+            for (uint32_t i = 0; i < n; ++i) {
+                if (i + kEntryLead < n) flows_.prefetch_entry(group_[i + kEntryLead].hash);
+                const Prepared& p = group_[i];
+                FlowEntry* entry = nullptr;
+                // The packets finish() looks up: not malformed, not a later fragment.
+                if (p.malformed == MalformedReason::none && p.fragment != Fragment::later) {
+                    entry = flows_.find(p.key, p.hash);
+                    // The key's line is in cache now; the hit updates the second one.
+                    if (entry != nullptr) {
+                        __builtin_prefetch(reinterpret_cast<const char*>(entry) + 64);
+                    }
+                }
+                // Entries found stay valid through the group: insert() moves no entry and
+                // nothing is erased before the ageing step after the burst. A miss is looked
+                // up again in finish(), so a new flow's second packet in the same group finds
+                // the entry its first packet inserted.
+                found_[i] = entry;
+            }
         }
         for (uint32_t i = 0; i < n; ++i) {
-            if (cached && i + kEntryLead < n) flows_.prefetch_entry(group_[i + kEntryLead].hash);
-            finish(group_[i], wire_lengths[base + i], now_ns, out[base + i]);
+            finish(group_[i], cached ? found_[i] : nullptr, wire_lengths[base + i], now_ns,
+                   out[base + i]);
         }
     }
     if (cached && config_.aging_scan_per_burst != 0) {

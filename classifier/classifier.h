@@ -115,16 +115,18 @@ private:
         Fragment fragment;
     };
     // classify_burst works in groups of up to kGroup packets: parse and hash all of them and
-    // prefetch their index slots, then classify them in order while prefetching the entry of
-    // the packet kEntryLead places ahead, so that cache misses overlap instead of stalling one
-    // packet at a time. group_ is a member rather than a local so it is not re-initialised per
-    // burst.
+    // prefetch their index slots; look all of them up (found_), prefetching the entry of the
+    // packet kEntryLead places ahead; then classify them. Cache misses overlap instead of
+    // stalling one packet at a time. group_ and found_ are members rather than locals so they
+    // are not re-initialised per burst.
     static constexpr uint32_t kGroup = kMaxBurst;
     static constexpr uint32_t kEntryLead = 6;
 
     void prepare(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
                  uint16_t ingress_port, Prepared& prepared);
-    void finish(const Prepared& prepared, uint32_t wire_length, uint64_t now_ns, Result& result);
+    // `found`: the packet's flow entry if a lookup stage already found it, else nullptr.
+    void finish(const Prepared& prepared, FlowEntry* found, uint32_t wire_length,
+                uint64_t now_ns, Result& result);
     FlowDecision decide(const PacketKey& key) const;
     void touch_flow(FlowEntry& entry, uint32_t wire_length, uint64_t now_ns, bool fresh);
     void count(const Result& result, uint32_t wire_length);
@@ -140,6 +142,7 @@ private:
     FragmentCache fragments_;
     ClassifierCounters counters_;
     std::array<Prepared, kGroup> group_{};
+    std::array<FlowEntry*, kGroup> found_{};
     ParsedPacket parsed_{};  // parse_packet's output for packets off the simple path
     bool swept_ = false;          // classify_burst has started an ageing sweep
     uint64_t sweep_start_ns_ = 0;  // when it started the current one

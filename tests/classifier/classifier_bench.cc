@@ -3,6 +3,7 @@
 //                   order different from insertion order; hot: 4096 flows).
 //   BM_MissPath:    no flow table: parse + compiled rules (10 / 1k / 10k) + heuristics per packet.
 //   BM_RuleLookup_*: the compiled table against the linear reference, lookup only.
+//   BM_MemoryCeiling_1M: the memory access pattern of a 1M-flow hit alone, no other work.
 // items_per_second = packets per second.
 #include <benchmark/benchmark.h>
 
@@ -13,6 +14,7 @@
 #include <random>
 
 #include "classifier/classifier.h"
+#include "classifier/huge_page_allocator.h"
 #include "tests/classifier/packet_builder.h"
 
 namespace twinlane::classifier {
@@ -123,6 +125,47 @@ void BM_HitPathAgeing_Burst(benchmark::State& state) {
     state.SetItemsProcessed(int64_t(state.iterations()) * kMaxBurst);
 }
 BENCHMARK(BM_HitPathAgeing_Burst)->Arg(1)->Arg(4096);
+
+// The machine's ceiling for BM_HitPath_Burst/1048576: the same memory accesses per packet as
+// a 1M-flow hit (a random 8-byte index slot out of 16 MiB, then both lines of a random
+// 128-byte entry out of 128 MiB, one of them written; huge-page-advised like the flow table),
+// 32 per group with every access prefetched, and nothing else. Whatever the classifier does
+// on top (parse, hash, compare, update) can only make the hit path slower than this.
+void BM_MemoryCeiling_1M(benchmark::State& state) {
+    constexpr uint32_t kEntries = 1u << 20;
+    constexpr uint32_t kSlots = 2u << 20;
+    static std::vector<uint64_t, HugePageAllocator<uint64_t>> slots(kSlots);
+    static std::vector<FlowEntry, HugePageAllocator<FlowEntry>> entries(kEntries);
+    static std::vector<uint32_t> order;
+    if (order.empty()) {
+        std::mt19937 rng(8);
+        for (uint64_t& slot : slots) slot = rng() % kEntries;
+        order.resize(size_t{1} << 22);
+        for (uint32_t& o : order) o = rng() % kSlots;
+    }
+    size_t next = 0;
+    uint64_t sum = 0;
+    for (auto _ : state) {
+        const uint32_t* index = &order[next];
+        uint64_t entry[kMaxBurst];
+        for (uint32_t i = 0; i < kMaxBurst; ++i) __builtin_prefetch(&slots[index[i]]);
+        for (uint32_t i = 0; i < kMaxBurst; ++i) {
+            entry[i] = slots[index[i]];
+            __builtin_prefetch(&entries[entry[i]]);
+            __builtin_prefetch(reinterpret_cast<const char*>(&entries[entry[i]]) + 64);
+        }
+        for (uint32_t i = 0; i < kMaxBurst; ++i) {
+            FlowEntry& flow = entries[entry[i]];
+            sum += flow.key.words[0];
+            ++flow.packets;
+        }
+        next += kMaxBurst;
+        if (next + kMaxBurst > order.size()) next = 0;
+    }
+    benchmark::DoNotOptimize(sum);
+    state.SetItemsProcessed(int64_t(state.iterations()) * kMaxBurst);
+}
+BENCHMARK(BM_MemoryCeiling_1M);
 
 IpPrefix v4_prefix(uint32_t address, uint8_t length) {
     IpPrefix prefix;

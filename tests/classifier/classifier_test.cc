@@ -322,6 +322,17 @@ TEST(Classifier, BurstEqualsSinglePacketPath) {
     }
     EXPECT_EQ(burst.counters().elephants_detected, single.counters().elephants_detected);
     EXPECT_GT(burst.counters().elephants_detected, 0u);
+    // A new flow seen several times in one burst is inserted once (classify_burst's lookup
+    // pass runs before any of the burst's inserts) and counts every packet.
+    EXPECT_EQ(burst.counters().flow_inserts, single.counters().flow_inserts);
+    EXPECT_EQ(burst.flows().size(), single.flows().size());
+    const auto by_bytes_burst = top_flows_by_bytes(burst.flows(), 100);
+    const auto by_bytes_single = top_flows_by_bytes(single.flows(), 100);
+    ASSERT_EQ(by_bytes_burst.size(), by_bytes_single.size());
+    for (size_t i = 0; i < by_bytes_burst.size(); ++i) {
+        EXPECT_EQ(by_bytes_burst[i].packets, by_bytes_single[i].packets) << i;
+        EXPECT_EQ(by_bytes_burst[i].bytes, by_bytes_single[i].bytes) << i;
+    }
 }
 
 TEST(Classifier, VlanAndIngressPortRules) {
