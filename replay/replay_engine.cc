@@ -190,7 +190,7 @@ void BasicReplayEngine<D>::depart(const sched::Packet& packet, uint64_t start_ns
     if (output_ != nullptr) {
         const Slot& s = slot(slot_id);
         std::vector<uint8_t>& frame = frames_[slot_id];
-        std::memcpy(frame.data() + s.l3_offset, s.l3, s.l3_bytes);
+        if (s.l3_bytes != 0) std::memcpy(frame.data() + s.l3_offset, s.l3, s.l3_bytes);
         output_->write(departure, frame, packet.length_bytes);
     }
     free_slots_.push_back(slot_id);
