@@ -4,6 +4,8 @@
 //   BM_MissPath:    no flow table: parse + compiled rules (10 / 1k / 10k) + heuristics per packet.
 //   BM_RuleLookup_*: the compiled table against the linear reference, lookup only.
 //   BM_MemoryCeiling_1M: the memory access pattern of a 1M-flow hit alone, no other work.
+//   BM_MemoryCeiling_InPlace_1M: the same for entries stored at their hash position (1 or 2
+//                   cache lines per hit).
 // items_per_second = packets per second.
 #include <benchmark/benchmark.h>
 
@@ -166,6 +168,46 @@ void BM_MemoryCeiling_1M(benchmark::State& state) {
     state.SetItemsProcessed(int64_t(state.iterations()) * kMaxBurst);
 }
 BENCHMARK(BM_MemoryCeiling_1M);
+
+// The same ceiling for an in-place layout (entries stored at their hash position, no index; what
+// a bucketized/open-addressing table with the entry in the probed slot costs): one random
+// 128-byte entry out of 2M slots (256 MiB: a 1M-flow table at load 1/2), of which `lines`
+// cache lines are prefetched and touched (1: a hypothetical 64-byte entry; 2: FlowEntry).
+// On the 2-vCPU VM (README.md): 1 line 91-109, 2 lines 59-66 M lookups/s vs 46-57 for
+// BM_MemoryCeiling_1M, whose 16 MiB index is mostly served by the 32 MiB L3. A core completes
+// ~110-125 M random DRAM lines/s here, so DRAM lines per hit, not dependent reads, set the limit.
+void BM_MemoryCeiling_InPlace_1M(benchmark::State& state) {
+    constexpr uint32_t kSlots = 2u << 20;
+    const int lines = int(state.range(0));
+    static std::vector<FlowEntry, HugePageAllocator<FlowEntry>> slots(kSlots);
+    static std::vector<uint32_t> order;
+    if (order.empty()) {
+        std::mt19937 rng(8);
+        order.resize(size_t{1} << 22);
+        for (uint32_t& o : order) o = rng() % kSlots;
+    }
+    size_t next = 0;
+    uint64_t sum = 0;
+    for (auto _ : state) {
+        const uint32_t* index = &order[next];
+        for (uint32_t i = 0; i < kMaxBurst; ++i) {
+            const char* entry = reinterpret_cast<const char*>(&slots[index[i]]);
+            __builtin_prefetch(entry);
+            if (lines > 1) __builtin_prefetch(entry + 64);
+        }
+        for (uint32_t i = 0; i < kMaxBurst; ++i) {
+            FlowEntry& flow = slots[index[i]];
+            sum += flow.key.words[0];
+            ++flow.packets;  // first line
+            if (lines > 1) flow.last_seen_ns = sum;  // second line
+        }
+        next += kMaxBurst;
+        if (next + kMaxBurst > order.size()) next = 0;
+    }
+    benchmark::DoNotOptimize(sum);
+    state.SetItemsProcessed(int64_t(state.iterations()) * kMaxBurst);
+}
+BENCHMARK(BM_MemoryCeiling_InPlace_1M)->Arg(1)->Arg(2);
 
 IpPrefix v4_prefix(uint32_t address, uint8_t length) {
     IpPrefix prefix;
