@@ -42,7 +42,7 @@ skip() { echo "SKIP: $*"; exit 77; }
 # false). TWINLANE_E2E=0 skips it (e.g. a root shell on a busy workstation).
 [ "${TWINLANE_E2E:-1}" = 1 ] || skip "TWINLANE_E2E=${TWINLANE_E2E} (set to 1 or unset to run)"
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
-for tool in ip tc ethtool iperf3 sockperf python3 timeout; do
+for tool in ip tc ethtool iperf3 sockperf python3 timeout taskset; do
     command -v "$tool" >/dev/null || skip "$tool not installed (tools/setup.sh)"
 done
 [ -x "$TWINLANE" ] || skip "no twinlane binary at $TWINLANE"
@@ -87,9 +87,19 @@ pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 die() { echo "FAIL: $*"; exit 1; }
 in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
-# The traffic generators run at a raised priority in every set-up, so that other work on the
-# machine (builds) disturbs the measurement less; twinlane's lcore gets more (twinlane_start).
-gen() { local ns=$1; shift; ip netns exec "$ns" nice -n "${E2E_GEN_NICE:--10}" "$@"; }
+# CPUs: under twinlane its forwarding lcore gets the last CPU to itself (a poll-mode core, as on
+# a gateway with isolated CPUs) and the traffic generators the others. Unpinned, the scheduler
+# sometimes ran iperf3 on the lcore's CPU, preempting the busy-polling lcore for milliseconds
+# (probe p99 7.4 ms in one run). The kernel set-ups leave every CPU to the generators and the
+# kernel's own forwarding (pinned there too, its probe p99 rose from ~1.8 to ~3.4 ms). The
+# generators run at a raised priority so that other work disturbs the measurement less.
+TL_CPU=$(($(nproc) - 1))
+ALL_CPUS=0-$TL_CPU
+GEN_CPUS=$ALL_CPUS  # set per set-up below
+gen() {
+    local ns=$1; shift
+    ip netns exec "$ns" taskset -c "$GEN_CPUS" nice -n "${E2E_GEN_NICE:--10}" "$@"
+}
 
 # --- namespaces and veth pairs -------------------------------------------------------------
 setup_namespaces() {
@@ -276,10 +286,10 @@ twinlane_start() {  # twinlane_start NAME twinlane|fifo MODE: 0 when forwarding
     write_policy "$WORK/$name.yaml" "$kind" "$mode"
     "$TWINLANE" check -c "$WORK/$name.yaml" >"$WORK/$name.check" 2>&1 ||
         die "policy $name: $(cat "$WORK/$name.check")"
-    # One lcore on CPU 1: twinlane busy-polls it; iperf3, sockperf and the veth softirqs get
-    # the other CPU and whatever twinlane's syscalls leave. --duration bounds the run.
+    # One lcore on CPU $TL_CPU, which twinlane busy-polls (the veth receive work of what it
+    # sends runs there too, in its TX system calls). --duration bounds the run.
     in_ns $NS_G nice -n "${E2E_TWINLANE_NICE:--20}" "$TWINLANE" run -c "$WORK/$name.yaml" --json --duration $((SECONDS_BULK + 40)) \
-        -- --no-huge --no-pci --no-shconf -m 512 -l 1 --log-level=error \
+        -- --no-huge --no-pci --no-shconf -m 512 -l "$TL_CPU" --log-level=error \
         >"$WORK/$name.json" 2>"$WORK/$name.err" &
     TL_PID=$!
     PIDS+=("$TL_PID")
@@ -342,6 +352,7 @@ EOF
 setup_namespaces
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other work skews the numbers)"
 echo "e2e: $NS_C $IP_C <-> $NS_G <-> $NS_S $IP_S, rate ${RATE_MBIT} Mbit/s, ${SECONDS_BULK} s per set-up"
+echo "CPUs: under twinlane its lcore on CPU $TL_CPU, the generators on the others; kernel set-ups: all CPUs"
 echo "load: iperf3 -P 4 TCP to port $BULK_PORT (training); sockperf UDP ping-pong port $PROBE_PORT, 1000/s (inference)"
 
 MODE=${E2E_PORTS:-af_xdp}
@@ -349,6 +360,7 @@ declare -A RESULT
 for setup in $ONLY; do
     case $setup in
     twinlane | twinlane-fifo)
+        GEN_CPUS=0-$((TL_CPU > 0 ? TL_CPU - 1 : 0))
         kind=twinlane
         [ "$setup" = twinlane-fifo ] && kind=fifo
         if [ "$MODE" = af_xdp ] && [ ! -f "$XDP_OBJ" ]; then
@@ -372,6 +384,7 @@ for setup in $ONLY; do
         twinlane_stop "$setup"
         ;;
     kernel-prio | kernel-fifo)
+        GEN_CPUS=$ALL_CPUS
         echo "== $setup: Linux bridge + HTB ${RATE_MBIT} Mbit/s (${setup#kernel-})"
         kernel_setup "${setup#kernel-}"
         run_load "$setup"
