@@ -409,6 +409,7 @@ echo "(twinlane ports: $MODE)"
 field() { read -r -a f <<<"${RESULT[$1]}"; echo "${f[$2]}"; }
 ratio() { python3 -c "a, b = $1, $2; print(f'{a / b:.1f}' if b > 0 else 'inf')"; }
 ok() { python3 -c "import sys; sys.exit(0 if $1 else 1)"; }
+check() { if ok "$1"; then pass "$2"; else fail "$3"; fi; }  # check CONDITION PASS FAIL
 
 for setup in $ONLY; do
     # ping-pong is synchronous: fewer samples when the RTT is long; 300 still give p99.
@@ -417,28 +418,22 @@ done
 if [ -n "${RESULT[twinlane]:-}" ]; then
     tl99=$(field twinlane 1)
     mbit=$(field twinlane 4)
-    if ok "$mbit >= 0.9 * $RATE_MBIT"; then
-        pass "twinlane bulk throughput $mbit Mbit/s >= 90% of $RATE_MBIT"
-    else
-        fail "twinlane bulk throughput $mbit Mbit/s < 90% of $RATE_MBIT"
-    fi
+    check "$mbit >= 0.9 * $RATE_MBIT" \
+        "twinlane bulk throughput $mbit Mbit/s >= 90% of $RATE_MBIT" \
+        "twinlane bulk throughput $mbit Mbit/s < 90% of $RATE_MBIT"
     if [ -n "${RESULT[twinlane-fifo]:-}" ]; then
         f99=$(field twinlane-fifo 1)
         echo "p99 RTT twinlane-fifo / twinlane = $(ratio "$f99" "$tl99")"
-        if ok "$tl99 > 0 and $tl99 * 5 <= $f99"; then
-            pass "twinlane probe p99 $tl99 us is at least 5x below its FIFO policy's $f99 us"
-        else
-            fail "twinlane probe p99 $tl99 us is not 5x below its FIFO policy's $f99 us"
-        fi
+        check "$tl99 > 0 and $tl99 * 5 <= $f99" \
+            "twinlane probe p99 $tl99 us is at least 5x below its FIFO policy's $f99 us" \
+            "twinlane probe p99 $tl99 us is not 5x below its FIFO policy's $f99 us"
     fi
     if [ -n "${RESULT[kernel-prio]:-}" ]; then
         k99=$(field kernel-prio 1)
         echo "p99 RTT kernel-prio / twinlane = $(ratio "$k99" "$tl99")"
-        if ok "$tl99 > 0 and $tl99 < $k99"; then
-            pass "twinlane probe p99 $tl99 us is below the kernel's best (HTB priority) $k99 us"
-        else
-            fail "twinlane probe p99 $tl99 us is not below the kernel's best (HTB priority) $k99 us"
-        fi
+        check "$tl99 > 0 and $tl99 < $k99" \
+            "twinlane probe p99 $tl99 us is below the kernel's best (HTB priority) $k99 us" \
+            "twinlane probe p99 $tl99 us is not below the kernel's best (HTB priority) $k99 us"
     fi
     if [ -n "${RESULT[kernel-fifo]:-}" ]; then
         echo "p99 RTT kernel-fifo / twinlane = $(ratio "$(field kernel-fifo 1)" "$tl99")"
