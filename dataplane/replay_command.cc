@@ -186,6 +186,7 @@ int run(const ReplayArgs& args) {
             options.link_rate_bps = setup->link_rate_bps;
             options.ingress_port = setup->ingress_port;
             options.keep_payload = writer != nullptr;
+            options.max_frame_bytes = setup->egress().tree.max_packet_bytes;
             replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
             if (writer) writer->close();
         } catch (const replay::PcapError& e) {

@@ -33,6 +33,10 @@ struct ReplayOptions {
     // Without an output pcap only the headers are needed (classification, ECN marking): the
     // classifier then sees just the first kHeaderBytes of each frame, and no frame is kept.
     bool keep_payload = true;
+    // The egress port's largest frame (MTU + 18). A TCP/UDP record longer than this (a host
+    // capture's TSO/GRO frame) is replayed as the MTU-sized segments it stands for
+    // (wire_segments.h). 0: every record is one packet, whatever its length.
+    uint32_t max_frame_bytes = 0;
 };
 
 inline constexpr uint32_t kHeaderBytes = 256;
@@ -79,6 +83,10 @@ private:
     static constexpr uint32_t kChunkSlots = 1u << kChunkShift;
 
     void arrive(const PcapRecord& record, uint64_t arrival_ns);
+    // One packet of `wire_length` bytes into the discipline; `frame` (`seen` bytes) is where
+    // its IP header is read from.
+    void enqueue_packet(const classifier::Result& r, const uint8_t* frame, uint32_t seen,
+                        uint32_t wire_length, uint32_t slot_id, uint64_t arrival_ns);
     // Transmits packets whose transmission can start before `until_ns`.
     void transmit_until(uint64_t until_ns);
     void depart(const sched::Packet& packet, uint64_t start_ns);

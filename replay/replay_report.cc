@@ -193,7 +193,9 @@ nlohmann::json ReplayReport::to_json() const {
           {"dropped", dropped},
           {"queued_at_end", queued_at_end_},
           {"malformed", malformed_},
-          {"malformed_by_reason", malformed_by_reason_}}},
+          {"malformed_by_reason", malformed_by_reason_},
+          {"segmented_records", split_records_},
+          {"segmented_packets", split_packets_}}},
         {"classes", classes},
         {"fairness",
          {{"class", classes_.at(bulk_class_).name},
@@ -236,6 +238,15 @@ std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
                       static_cast<unsigned long long>(r->dropped_packets()),
                       static_cast<unsigned long long>(r->queued_at_end()));
         out += line;
+        if (r->split_records() != 0) {
+            std::snprintf(line, sizeof line,
+                          "%-10s %-10s %llu records above the port's largest frame replayed as "
+                          "%llu wire segments (TSO/GRO capture)\n",
+                          r->discipline().c_str(), "segmented",
+                          static_cast<unsigned long long>(r->split_records()),
+                          static_cast<unsigned long long>(r->split_packets()));
+            out += line;
+        }
     }
     return out;
 }

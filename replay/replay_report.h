@@ -94,6 +94,14 @@ public:
         ++malformed_;
         ++malformed_by_reason_[std::string(reason)];
     }
+    // A record longer than the port's largest frame replayed as `segments` packets (each
+    // arrives through on_arrival; see wire_segments.h).
+    void on_split(uint32_t segments) {
+        ++split_records_;
+        split_packets_ += segments;
+    }
+    uint64_t split_records() const { return split_records_; }
+    uint64_t split_packets() const { return split_packets_; }
     // A drop of an arrived packet: refused at enqueue, discarded by AQM, or malformed.
     void on_drop(uint8_t class_id, const char* reason, uint64_t now_ns, Ticket ticket);
     // Departures come in time order (one link); any order is accepted.
@@ -146,6 +154,8 @@ private:
     uint64_t rx_packets_ = 0;
     uint64_t tx_packets_ = 0;
     uint64_t malformed_ = 0;
+    uint64_t split_records_ = 0;
+    uint64_t split_packets_ = 0;
     uint64_t queued_at_end_ = 0;
     uint64_t first_arrival_ns_ = UINT64_MAX;
     uint64_t end_ns_ = 0;

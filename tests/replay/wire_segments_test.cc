@@ -1,0 +1,203 @@
+// Splitting TSO/GRO-sized capture records into wire segments (replay/wire_segments.h), and
+// the replay engine replaying such records as those segments.
+#include "replay/wire_segments.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+
+#include "classifier/dscp_rewrite.h"
+#include "control/compile.h"
+#include "control/policy.h"
+#include "replay/scheduler_discipline.h"
+#include "replay/replay_engine.h"
+#include "tests/classifier/packet_builder.h"
+
+namespace twinlane::replay {
+namespace {
+
+using classifier::testing::PacketBuilder;
+constexpr uint32_t kMaxFrame = 1518;  // MTU 1500
+
+uint16_t get16(const std::vector<uint8_t>& f, size_t at) { return uint16_t((f[at] << 8) | f[at + 1]); }
+uint32_t get32(const std::vector<uint8_t>& f, size_t at) {
+    return (uint32_t{get16(f, at)} << 16) | get16(f, at + 2);
+}
+
+// A payload whose bytes say where they were, so segment payloads can be checked in place.
+std::vector<uint8_t> numbered_payload_frame(PacketBuilder builder, uint32_t payload) {
+    std::vector<uint8_t> frame = builder.payload(payload).build();
+    const size_t start = frame.size() - payload;
+    for (uint32_t i = 0; i < payload; ++i) frame[start + i] = uint8_t(i * 7 + 3);
+    return frame;
+}
+
+TEST(WireSegments, SmallFramesAndDisabledSplittingStayWhole) {
+    const auto frame = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
+                           .tcp(1, 2).payload(1000).build();
+    EXPECT_EQ(plan_segments(frame, uint32_t(frame.size()), 14, 4, kMaxFrame).count, 1u);
+    const auto big = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
+                         .tcp(1, 2).payload(20000).build();
+    EXPECT_EQ(plan_segments(big, uint32_t(big.size()), 14, 4, 0).count, 1u);
+    const SegmentPlan at_limit = plan_segments(frame, kMaxFrame, 14, 4, kMaxFrame);
+    EXPECT_EQ(at_limit.count, 1u);
+    EXPECT_EQ(at_limit.segment_wire_length(0), kMaxFrame);
+}
+
+TEST(WireSegments, Ipv4TcpAsTsoWouldSendIt) {
+    const uint32_t payload = 10000;
+    auto frame = numbered_payload_frame(
+        PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6).tcp(40000, 50051, 12),
+        payload);
+    const size_t tcp = 14 + 20;
+    frame[tcp + 13] = 0x19;  // ACK | PSH | FIN
+    const SegmentPlan plan = plan_segments(frame, uint32_t(frame.size()), 14, 4, kMaxFrame);
+    const uint32_t header = 14 + 20 + 32;
+    ASSERT_EQ(plan.header_bytes, header);
+    EXPECT_EQ(plan.payload_bytes, kMaxFrame - header);
+    EXPECT_EQ(plan.count, (payload + plan.payload_bytes - 1) / plan.payload_bytes);
+    uint64_t wire_total = 0;
+    uint32_t payload_seen = 0;
+    std::vector<uint8_t> segment;
+    for (uint32_t k = 0; k < plan.count; ++k) {
+        const uint32_t wire = plan.segment_wire_length(k);
+        EXPECT_LE(wire, kMaxFrame);
+        wire_total += wire;
+        write_segment(plan, frame, k, segment);
+        ASSERT_EQ(segment.size(), wire);
+        EXPECT_EQ(get16(segment, 14 + 2), wire - 14) << "IPv4 total length, segment " << k;
+        EXPECT_EQ(get16(segment, 14 + 4), get16(frame, 14 + 4) + k) << "IPv4 ID";
+        EXPECT_EQ(get16(segment, 14 + 10), classifier::ipv4_header_checksum(&segment[14], 20));
+        EXPECT_EQ(get32(segment, tcp + 4), 1 + k * plan.payload_bytes) << "TCP sequence";
+        EXPECT_EQ(segment[tcp + 13], k + 1 == plan.count ? 0x19 : 0x10) << "FIN/PSH last only";
+        for (uint32_t i = header; i < wire; ++i) {
+            ASSERT_EQ(segment[i], uint8_t((payload_seen + i - header) * 7 + 3)) << k << " " << i;
+        }
+        payload_seen += wire - header;
+    }
+    EXPECT_EQ(payload_seen, payload);
+    EXPECT_EQ(wire_total, uint64_t{plan.count} * header + payload);
+}
+
+TEST(WireSegments, Ipv6UdpBehindVlanKeepsTheTagAndSetsLengths) {
+    const uint32_t payload = 30000;
+    const auto frame = numbered_payload_frame(
+        PacketBuilder().ethernet().vlan(42).ipv6(classifier::testing::ipv6(0x2001, 1),
+                                                 classifier::testing::ipv6(0x2001, 2), 17)
+            .udp(4000, 4791),
+        payload);
+    const uint16_t l3 = 18;
+    const SegmentPlan plan = plan_segments(frame, uint32_t(frame.size()), l3, 6, 9018);
+    ASSERT_EQ(plan.header_bytes, l3 + 40u + 8u);
+    ASSERT_EQ(plan.count, 4u);
+    std::vector<uint8_t> segment;
+    for (uint32_t k = 0; k < plan.count; ++k) {
+        write_segment(plan, frame, k, segment);
+        const uint32_t wire = plan.segment_wire_length(k);
+        EXPECT_EQ(get16(segment, 14), 42u) << "VLAN id copied";
+        EXPECT_EQ(get16(segment, l3 + 4), wire - l3 - 40) << "IPv6 payload length";
+        EXPECT_EQ(get16(segment, l3 + 40 + 4), wire - l3 - 40) << "UDP length";
+    }
+}
+
+TEST(WireSegments, SnappedRecordGivesSnappedSegmentsWithFullWireLengths) {
+    const auto full = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
+                          .tcp(1, 2).payload(5000).build();
+    const std::vector<uint8_t> snapped(full.begin(), full.begin() + 96);
+    const SegmentPlan plan = plan_segments(snapped, uint32_t(full.size()), 14, 4, kMaxFrame);
+    ASSERT_EQ(plan.count, 4u);
+    std::vector<uint8_t> segment;
+    write_segment(plan, snapped, 0, segment);
+    EXPECT_EQ(segment.size(), 96u);
+    EXPECT_EQ(get16(segment, 16), plan.segment_wire_length(0) - 14);
+    write_segment(plan, snapped, 3, segment);
+    EXPECT_EQ(segment.size(), 54u) << "headers only: the payload was not captured";
+    EXPECT_EQ(plan.segment_wire_length(3), 54u + (5000 - 3 * (kMaxFrame - 54)));
+}
+
+TEST(WireSegments, WhatTsoWouldNotSplitStaysWhole) {
+    const uint32_t wire = 20000;
+    // Non-IP, an IPv4 fragment, IPv6 with an extension header, ICMP, headers cut short.
+    const auto non_ip = PacketBuilder().ethernet(0x88B5).payload(100).build();
+    EXPECT_EQ(plan_segments(non_ip, wire, 14, 0, kMaxFrame).count, 1u);
+    const auto fragment = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17,
+                                                          0, 0, 0x1234, 0, true).udp(1, 2).payload(100).build();
+    EXPECT_EQ(plan_segments(fragment, wire, 14, 4, kMaxFrame).count, 1u);
+    const auto extension = PacketBuilder().ethernet()
+                               .ipv6(classifier::testing::ipv6(0x2001, 1),
+                                     classifier::testing::ipv6(0x2001, 2), 0)
+                               .ipv6_option_header(6).tcp(1, 2).payload(100).build();
+    EXPECT_EQ(plan_segments(extension, wire, 14, 6, kMaxFrame).count, 1u);
+    const auto icmp = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 1)
+                          .icmp(8, 0).payload(100).build();
+    EXPECT_EQ(plan_segments(icmp, wire, 14, 4, kMaxFrame).count, 1u);
+    const auto tcp = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
+                         .tcp(1, 2).payload(100).build();
+    for (size_t cut = 0; cut < 54; ++cut) {
+        const std::span<const uint8_t> head(tcp.data(), cut);
+        EXPECT_EQ(plan_segments(head, wire, 14, 4, kMaxFrame).count, 1u) << cut;
+    }
+    // Headers as long as the largest frame leave no room for payload.
+    EXPECT_EQ(plan_segments(tcp, wire, 14, 4, 54).count, 1u);
+}
+
+// The engine: a host capture's 64 KiB TCP record, with an inference packet arriving right
+// behind it, leaves as MTU-sized segments; everything is accounted for, and the inference
+// packet waits for the segment on the wire, not for the rest of the record.
+TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
+    auto loaded = control::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
+    ASSERT_TRUE(loaded.ok());
+    const control::CompiledPolicy compiled = control::compile_policy(*loaded.policy);
+    const control::CompiledEgress& egress = compiled.egress.at(0);
+    classifier::Classifier classifier(compiled.classifier);
+    auto built = sched::Scheduler::build(egress.tree);
+    ASSERT_TRUE(built.scheduler);
+    SchedulerDiscipline discipline(
+        std::move(built.scheduler),
+        [&egress](uint8_t class_id, uint32_t job_id) { return egress.leaf_for(class_id, job_id); });
+    const uint64_t rate = 10'000'000'000ULL;
+    ReplayReport report("twinlane", rate, compiled.classifier.class_names, 1, 1'000'000);
+    ReplayOptions options;
+    options.link_rate_bps = rate;
+    options.max_frame_bytes = egress.tree.max_packet_bytes;
+    BasicReplayEngine<Discipline> engine(options, classifier, discipline, report, nullptr);
+
+    const auto gro = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
+                         .tcp(40000, 5201).payload(65000).build();
+    const auto rpc = PacketBuilder().ethernet().ipv4({198, 18, 0, 3}, {198, 18, 0, 4}, 6)
+                         .tcp(40001, 50051).payload(200).build();
+    PcapRecord record;
+    record.timestamp_ns = 1'000;
+    record.wire_length = uint32_t(gro.size());
+    record.captured = gro;
+    engine.offer(record);
+    record.timestamp_ns = 1'100;
+    record.wire_length = uint32_t(rpc.size());
+    record.captured = rpc;
+    engine.offer(record);
+    engine.finish();
+
+    const SegmentPlan plan =
+        plan_segments(gro, uint32_t(gro.size()), 14, 4, options.max_frame_bytes);
+    ASSERT_GT(plan.count, 1u);
+    EXPECT_EQ(report.split_records(), 1u);
+    EXPECT_EQ(report.split_packets(), plan.count);
+    EXPECT_EQ(report.rx_packets(), plan.count + 1);
+    EXPECT_EQ(report.tx_packets(), plan.count + 1);
+    EXPECT_EQ(report.dropped_packets(), 0u);
+    uint64_t tx_bytes = 0;
+    for (const ClassStats& c : report.classes()) tx_bytes += c.tx_bytes;
+    EXPECT_EQ(tx_bytes, uint64_t{plan.count} * plan.header_bytes + plan.total_payload + rpc.size());
+    // Inference (class 0) left after at most the segment in flight plus its own frame.
+    VirtualLink link(rate);
+    const double bound_us =
+        double(link.transmit_ns(plan.segment_wire_length(0)) + link.transmit_ns(uint32_t(rpc.size()))) / 1e3;
+    ASSERT_EQ(report.classes()[0].tx_packets, 1u);
+    EXPECT_LE(report.latency(0).max_us, bound_us);
+    EXPECT_GT(double(link.transmit_ns(uint32_t(gro.size()))) / 1e3, 5 * bound_us)
+        << "the test means something: the whole record would take much longer";
+}
+
+}  // namespace
+}  // namespace twinlane::replay
