@@ -13,6 +13,18 @@
 
 namespace twinlane::replay {
 
+namespace {
+// DLT_RAW is 12 on Linux (libpcap maps a file's LINKTYPE_RAW, 101, to it) and 14 on OpenBSD,
+// which appears in files written there.
+constexpr int kDltRawOpenBsd = 14;
+
+constexpr size_t kEthernetHeaderBytes = 14;
+constexpr size_t kMacBytes = 6;
+// Locally administered, for frames whose capture has no MAC addresses.
+constexpr uint8_t kDestinationMac[kMacBytes] = {0x02, 0, 0, 0, 0, 0x01};
+constexpr uint8_t kDefaultSourceMac[kMacBytes] = {0x02, 0, 0, 0, 0, 0x02};
+}  // namespace
+
 PcapReader::PcapReader(const std::string& path) : path_(path) {
     char errbuf[PCAP_ERRBUF_SIZE] = {};
     handle_ =
@@ -20,16 +32,32 @@ PcapReader::PcapReader(const std::string& path) : path_(path) {
     if (handle_ == nullptr) {
         throw PcapError("cannot read pcap '" + path + "': " + errbuf);
     }
-    if (pcap_datalink(handle_) != DLT_EN10MB) {
-        const int linktype = pcap_datalink(handle_);
-        const char* name = pcap_datalink_val_to_name(linktype);
+    link_type_ = pcap_datalink(handle_);
+    snap_length_ = static_cast<uint32_t>(pcap_snapshot(handle_));
+    switch (link_type_) {
+    case DLT_EN10MB: map_file(); return;
+    case DLT_LINUX_SLL: link_layer_ = LinkLayer::linux_sll; link_header_bytes_ = 16; break;
+    case DLT_LINUX_SLL2: link_layer_ = LinkLayer::linux_sll2; link_header_bytes_ = 20; break;
+    case DLT_RAW:
+    case kDltRawOpenBsd:
+    case DLT_IPV4:
+    case DLT_IPV6: link_layer_ = LinkLayer::raw_ip; link_header_bytes_ = 0; break;
+    case DLT_NULL: link_layer_ = LinkLayer::null; link_header_bytes_ = 4; break;
+    case DLT_LOOP: link_layer_ = LinkLayer::loop; link_header_bytes_ = 4; break;
+    default: {
+        const char* name = pcap_datalink_val_to_name(link_type_);
         pcap_close(handle_);
         handle_ = nullptr;
         throw PcapError("pcap '" + path + "' has link type " + (name ? name : "?") + " (" +
-                        std::to_string(linktype) + "), only Ethernet (EN10MB) is supported");
+                        std::to_string(link_type_) +
+                        "); supported: EN10MB (1), LINUX_SLL (113), LINUX_SLL2 (276), RAW (12, "
+                        "14, 101), IPV4 (228), IPV6 (229), NULL (0), LOOP (108)");
     }
-    snap_length_ = static_cast<uint32_t>(pcap_snapshot(handle_));
-    map_file();
+    }
+    // Records of other link types are rewritten as Ethernet frames into this one buffer.
+    swapped_ = pcap_is_swapped(handle_) == 1;
+    ethernet_frame_.assign(size_t{snap_length_} + kEthernetHeaderBytes, 0);
+    std::memcpy(ethernet_frame_.data(), kDestinationMac, sizeof kDestinationMac);
 }
 
 PcapReader::~PcapReader() {
@@ -47,6 +75,44 @@ uint32_t load32(const uint8_t* p, bool swapped) {
     uint32_t v;
     std::memcpy(&v, p, sizeof v);
     return swapped ? __builtin_bswap32(v) : v;
+}
+
+uint16_t load16_big_endian(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+uint32_t load32_big_endian(const uint8_t* p) {
+    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+
+constexpr uint16_t kEtherTypeIpv4 = 0x0800;
+constexpr uint16_t kEtherTypeIpv6 = 0x86DD;
+// Below this an Ethernet "type" is a length; Linux cooked headers put ARPHRD-specific protocol
+// numbers there (0x0001 802.3, 0x0004 802.2 LLC, netlink families, ...): not IP.
+constexpr uint16_t kSmallestEtherType = 0x0600;
+
+// `wire_length` (>= `link_header_bytes`) with the link header replaced by an Ethernet header;
+// saturates, as libpcap does not bound a record's wire length.
+uint32_t ethernet_wire_length(uint32_t wire_length, uint32_t link_header_bytes) {
+    const uint64_t length = uint64_t{wire_length} - link_header_bytes + kEthernetHeaderBytes;
+    return static_cast<uint32_t>(std::min<uint64_t>(length, UINT32_MAX));
+}
+
+uint16_t ethertype_of_ip_version(uint8_t first_byte) {
+    switch (first_byte >> 4) {
+    case 4: return kEtherTypeIpv4;
+    case 6: return kEtherTypeIpv6;
+    default: return 0;
+    }
+}
+
+// BSD loopback address families; AF_INET6 differs between the systems that write them.
+uint16_t ethertype_of_address_family(uint32_t family) {
+    switch (family) {
+    case 2: return kEtherTypeIpv4;  // AF_INET everywhere
+    case 10:                        // Linux
+    case 24:                        // NetBSD, OpenBSD
+    case 28:                        // FreeBSD
+    case 30: return kEtherTypeIpv6;  // macOS
+    default: return 0;
+    }
 }
 }  // namespace
 
@@ -164,7 +230,64 @@ bool PcapReader::next_libpcap(PcapRecord& record) {
     record.wire_length = header->len;
     record.captured = std::span<const uint8_t>(data, header->caplen);
     ++records_read_;
+    if (link_layer_ != LinkLayer::ethernet) convert_to_ethernet(record);
     return true;
+}
+
+void PcapReader::convert_to_ethernet(PcapRecord& record) {
+    const std::span<const uint8_t> link = record.captured;
+    uint8_t* frame = ethernet_frame_.data();
+    std::memcpy(frame + kMacBytes, kDefaultSourceMac, kMacBytes);
+    if (link.size() < link_header_bytes_) {
+        // Cut inside the link header: no ethertype to give. 12 bytes, which the classifier
+        // counts as a truncated Ethernet frame (malformed), as it would the Ethernet capture.
+        constexpr uint32_t kMacsOnly = 2 * kMacBytes;
+        record.captured = std::span<const uint8_t>(frame, kMacsOnly);
+        record.wire_length = record.wire_length >= link_header_bytes_
+                                 ? ethernet_wire_length(record.wire_length, link_header_bytes_)
+                                 : kMacsOnly;
+        return;
+    }
+    uint16_t ethertype = 0;
+    switch (link_layer_) {
+    case LinkLayer::linux_sll:  // type, ARPHRD, address length, address[8], protocol
+        ethertype = load16_big_endian(link.data() + 14);
+        if (load16_big_endian(link.data() + 4) == kMacBytes)
+            std::memcpy(frame + kMacBytes, link.data() + 6, kMacBytes);
+        break;
+    case LinkLayer::linux_sll2:  // protocol, reserved, ifindex, ARPHRD, type, length, address[8]
+        ethertype = load16_big_endian(link.data());
+        if (link[11] == kMacBytes) std::memcpy(frame + kMacBytes, link.data() + 12, kMacBytes);
+        break;
+    case LinkLayer::raw_ip: ethertype = link.empty() ? 0 : ethertype_of_ip_version(link[0]); break;
+    case LinkLayer::null: {
+        // Written in the capturing host's byte order, normally the file's; a family with high
+        // bits set comes from a host of the other order (as Wireshark reads it).
+        uint32_t family = load32(link.data(), swapped_);
+        if ((family & 0xFFFF0000u) != 0) family = __builtin_bswap32(family);
+        ethertype = ethertype_of_address_family(family);
+        break;
+    }
+    case LinkLayer::loop:
+        ethertype = ethertype_of_address_family(load32_big_endian(link.data()));
+        break;
+    case LinkLayer::ethernet: break;  // not converted
+    }
+    if (ethertype < kSmallestEtherType) ethertype = 0;
+    frame[12] = static_cast<uint8_t>(ethertype >> 8);
+    frame[13] = static_cast<uint8_t>(ethertype);
+    const std::span<const uint8_t> payload = link.subspan(link_header_bytes_);
+    const size_t frame_bytes = kEthernetHeaderBytes + payload.size();
+    if (frame_bytes > ethernet_frame_.size()) {
+        // Above the snap length libpcap reported (a pcapng interface may have its own, up to
+        // libpcap's per-link-type maximum): grow, once per larger size.
+        ethernet_frame_.resize(frame_bytes);
+        frame = ethernet_frame_.data();
+    }
+    std::memcpy(frame + kEthernetHeaderBytes, payload.data(), payload.size());
+    record.captured = std::span<const uint8_t>(frame, frame_bytes);
+    // caplen <= len (checked above), so this is never below the frame handed out.
+    record.wire_length = ethernet_wire_length(record.wire_length, link_header_bytes_);
 }
 
 PcapWriter::PcapWriter(const std::string& path, TimestampPrecision precision, uint32_t snap_length)

@@ -203,16 +203,17 @@ TEST_F(PcapIoTest, MappedRecordsOutliveNextAndSwappedFilesReadTheSame) {
     }
 }
 
-TEST_F(PcapIoTest, NonEthernetLinkTypeIsRejected) {
-    // Classic pcap header, little endian, µs, snaplen 65535, linktype 101 (raw IP).
+// Other link types that are read (cooked, raw IP, loopback): pcap_linktype_test.cc.
+TEST_F(PcapIoTest, UnsupportedLinkTypeIsRejected) {
+    // Classic pcap header, little endian, µs, snaplen 65535, linktype 105 (IEEE 802.11).
     std::vector<uint8_t> header = {0xD4, 0xC3, 0xB2, 0xA1, 2,    0,    4, 0, 0,   0, 0, 0,
-                                   0,    0,    0,    0,    0xFF, 0xFF, 0, 0, 101, 0, 0, 0};
-    write_bytes(path("raw.pcap"), header);
+                                   0,    0,    0,    0,    0xFF, 0xFF, 0, 0, 105, 0, 0, 0};
+    write_bytes(path("wifi.pcap"), header);
     try {
-        PcapReader reader(path("raw.pcap"));
+        PcapReader reader(path("wifi.pcap"));
         FAIL() << "expected PcapError";
     } catch (const PcapError& error) {
-        EXPECT_NE(std::string(error.what()).find("only Ethernet"), std::string::npos);
+        EXPECT_NE(std::string(error.what()).find("IEEE802_11"), std::string::npos);
     }
 }
 
