@@ -172,7 +172,8 @@ struct RawTree {
 
 class PolicyLoader {
   public:
-    explicit PolicyLoader(const std::string& filename) : errors_(filename) {
+    PolicyLoader(const std::string& filename, const PortRateOverride& override)
+        : errors_(filename), override_(override) {
         policy_.source = filename;
     }
 
@@ -200,9 +201,15 @@ class PolicyLoader {
     void read_metrics(const Field& field);
 
     std::optional<size_t> lookup_port(const Field& field);
+    // Whether `port`'s rate comes from the override: what the file sized for its own rate
+    // (bursts, budgets, absolute shapers) is then fitted to the new rate instead of refused.
+    bool overrides(const PortPolicy& port) const {
+        return !override_.port.empty() && port.name == override_.port;
+    }
     std::optional<size_t> lookup_class(const Field& field);
 
     ErrorList errors_;
+    PortRateOverride override_;
     Policy policy_;
     // Names are recorded even when the rest of their entry is broken, so that one bad port
     // does not also make every reference to it "unknown".
@@ -377,6 +384,8 @@ void PolicyLoader::read_ports(const Field& field) {
                                 "a port rate is at most 10T (10 Tbps)");
                 }
                 port.rate_bits_per_sec = rate->bits_per_sec;
+                if (!override_.port.empty() && port.name == override_.port)
+                    port.rate_bits_per_sec = override_.rate_bits_per_sec;
             }
         }
         auto read_u16 = [&](std::string_view key, uint64_t min, uint64_t max, uint16_t& out,
@@ -405,6 +414,7 @@ void PolicyLoader::read_ports(const Field& field) {
             if (auto parsed = read_byte_budget(*budget_field, errors_)) budget = *parsed;
         }
         port.tx_budget_bytes = budget.resolve(port.rate_bits_per_sec);
+        if (overrides(port)) port.tx_budget_bytes = std::max(port.tx_budget_bytes, frame_bytes);
         if (port.rate_bits_per_sec != 0 && port.tx_budget_bytes < frame_bytes) {
             const Field& at = budget_field ? *budget_field : item;
             errors_.add(at.mark, join_path(item.path, "tx_budget"),
@@ -1020,8 +1030,10 @@ bool PolicyLoader::resolve_node(const RawNode& raw, uint64_t parent_rate, const 
     out.rate_bits_per_sec = parent_rate;
     bool ok = true;
     if (raw.shaper_rate) {
-        const uint64_t rate = raw.shaper_rate->resolve(parent_rate);
+        const bool overridden = overrides(port);
+        uint64_t rate = raw.shaper_rate->resolve(parent_rate);
         const std::string rate_path = join_path(raw.shaper_field.path, "rate");
+        if (rate > parent_rate && overridden) rate = parent_rate;
         if (rate > parent_rate) {
             errors_.add(raw.shaper_field.mark, rate_path,
                         "shaper rate " + rate_text(rate) + " is above the " +
@@ -1036,8 +1048,8 @@ bool PolicyLoader::resolve_node(const RawNode& raw, uint64_t parent_rate, const 
             ByteBudget{.bytes = 0, .ns = kDefaultBurstNs, .is_duration = true});
         const uint64_t frame_bytes = uint64_t{port.mtu} + kFrameOverheadBytes;
         // A bucket smaller than a frame could never release that frame.
-        const uint64_t burst_bytes =
-            std::max(burst.resolve(rate), raw.shaper_burst ? 0 : frame_bytes);
+        const uint64_t burst_bytes = std::max(
+            burst.resolve(rate), raw.shaper_burst && !overridden ? 0 : frame_bytes);
         if (burst_bytes < frame_bytes || burst_bytes > kMaxBurstBytes) {
             errors_.add(raw.shaper_field.mark, join_path(raw.shaper_field.path, "burst"),
                         "burst is " + std::to_string(burst_bytes) + " bytes on port '" + port.name +
@@ -1361,11 +1373,12 @@ const EgressTree* Policy::tree_for_port(size_t port) const {
     return nullptr;
 }
 
-PolicyResult parse_policy(std::string_view text, const std::string& filename) {
-    return PolicyLoader(filename).load(text);
+PolicyResult parse_policy(std::string_view text, const std::string& filename,
+                          const PortRateOverride& override) {
+    return PolicyLoader(filename, override).load(text);
 }
 
-PolicyResult load_policy(const std::string& path) {
+PolicyResult load_policy(const std::string& path, const PortRateOverride& override) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         return PolicyResult{nullptr,
@@ -1377,7 +1390,7 @@ PolicyResult load_policy(const std::string& path) {
     }
     std::ostringstream text;
     text << in.rdbuf();
-    return parse_policy(text.str(), path);
+    return parse_policy(text.str(), path, override);
 }
 
 }  // namespace twinlane::control

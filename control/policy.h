@@ -252,9 +252,20 @@ struct PolicyResult {
     bool ok() const { return policy != nullptr; }
 };
 
+// A port rate given outside the file (`twinlane replay --link-rate`): the named port is read as
+// if its `rate` said so, so everything resolved against the port rate follows it (percentage
+// shapers, time-based bursts and TX budgets), and an absolute shaper rate above what its parent
+// now has is capped to it instead of refused (the file is valid; only this run's link is
+// slower). Empty `port`: no override.
+struct PortRateOverride {
+    std::string port;
+    uint64_t rate_bits_per_sec = 0;
+};
+
 // Reads and validates a policy file. An unreadable file is one error with line 0.
-PolicyResult load_policy(const std::string& path);
+PolicyResult load_policy(const std::string& path, const PortRateOverride& override = {});
 // Same, from text; `filename` only names the source in errors.
-PolicyResult parse_policy(std::string_view text, const std::string& filename);
+PolicyResult parse_policy(std::string_view text, const std::string& filename,
+                          const PortRateOverride& override = {});
 
 }  // namespace twinlane::control

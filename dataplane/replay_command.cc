@@ -60,28 +60,58 @@ struct Setup {
     uint8_t bulk_class = 0;
 };
 
+// The egress tree `args` selects (--port, else the first), or nullptr with an error logged.
+const control::EgressTree* select_tree(const control::Policy& policy, const ReplayArgs& args) {
+    if (policy.egress_trees.empty()) {
+        spdlog::error("{}: no egress port with a scheduling tree", args.policy);
+        return nullptr;
+    }
+    if (args.port.empty()) return &policy.egress_trees.front();
+    const auto index = policy.find_port(args.port);
+    const control::EgressTree* tree = index ? policy.tree_for_port(*index) : nullptr;
+    if (tree == nullptr) spdlog::error("{}: no egress port named '{}'", args.policy, args.port);
+    return tree;
+}
+
 std::optional<Setup> prepare(const ReplayArgs& args) {
+    std::optional<uint64_t> link_rate;
+    if (!args.link_rate.empty()) {
+        auto rate = control::parse_rate_bits_per_sec(args.link_rate);
+        if (!rate) {
+            spdlog::error("--link-rate: {}", rate.error());
+            return std::nullopt;
+        }
+        link_rate = rate.value();
+    }
     control::PolicyResult loaded = control::load_policy(args.policy);
     if (!loaded.ok()) {
         for (const auto& e : loaded.errors) spdlog::error("{}", e.to_string());
         return std::nullopt;
     }
+    const control::EgressTree* tree = select_tree(*loaded.policy, args);
+    if (tree == nullptr) return std::nullopt;
+    // --link-rate replays the port at another rate: the policy is read again as if the port's
+    // `rate` said so, so that its percentages (shapers, bursts, budgets) mean the same share of
+    // the link they are replayed on. Reading them against the file's rate capped, e.g., the
+    // default policy's 50% inference shaper at 5G on a 100G replay.
+    const control::PortPolicy& port = loaded.policy->ports[tree->port];
+    if (link_rate && *link_rate != port.rate_bits_per_sec) {
+        spdlog::info("--link-rate {}: port '{}' replayed at that rate instead of the policy's "
+                     "{:.6g} Gbit/s (its percentages follow; absolute shaper rates above it are "
+                     "capped)",
+                     args.link_rate, port.name, static_cast<double>(port.rate_bits_per_sec) / 1e9);
+        loaded = control::load_policy(args.policy, {port.name, *link_rate});
+        if (!loaded.ok()) {
+            for (const auto& e : loaded.errors)
+                spdlog::error("with --link-rate {}: {}", args.link_rate, e.to_string());
+            return std::nullopt;
+        }
+        tree = select_tree(*loaded.policy, args);
+        if (tree == nullptr) return std::nullopt;
+    }
     Setup s;
     s.policy = loaded.policy;
     const control::Policy& policy = *s.policy;
-    if (policy.egress_trees.empty()) {
-        spdlog::error("{}: no egress port with a scheduling tree", args.policy);
-        return std::nullopt;
-    }
-    const control::EgressTree* tree = &policy.egress_trees.front();
-    if (!args.port.empty()) {
-        const auto index = policy.find_port(args.port);
-        tree = index ? policy.tree_for_port(*index) : nullptr;
-        if (tree == nullptr) {
-            spdlog::error("{}: no egress port named '{}'", args.policy, args.port);
-            return std::nullopt;
-        }
-    }
     s.compiled = control::compile_policy(policy);
     if (!s.compiled.ok()) {
         for (const auto& e : s.compiled.errors) spdlog::error("{}: {}", args.policy, e);
@@ -89,15 +119,7 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     }
     s.tree = tree;
     s.egress_index = static_cast<size_t>(tree - policy.egress_trees.data());
-    s.link_rate_bps = policy.ports[tree->port].rate_bits_per_sec;
-    if (!args.link_rate.empty()) {
-        auto rate = control::parse_rate_bits_per_sec(args.link_rate);
-        if (!rate) {
-            spdlog::error("--link-rate: {}", rate.error());
-            return std::nullopt;
-        }
-        s.link_rate_bps = rate.value();
-    }
+    s.link_rate_bps = link_rate.value_or(policy.ports[tree->port].rate_bits_per_sec);
     for (const auto& f : policy.forwarding)
         if (f.to_port == tree->port) {
             s.ingress_port = static_cast<uint16_t>(f.from_port);
@@ -239,7 +261,8 @@ void add_replay_command(CLI::App& app, int& exit_code) {
                     "Output pcap with departure timestamps (per discipline with --compare)");
     cmd->add_option("--report", args->report, "JSON report (per discipline with --compare)");
     cmd->add_option("--link-rate", args->link_rate,
-                    "Link rate, e.g. 10G, 400Mbps (default: the egress port's rate)");
+                    "Link rate, e.g. 10G, 400Mbps (default: the egress port's rate); the "
+                    "port is replayed at this rate, the policy's percentages follow it");
     cmd->add_option("--discipline", args->discipline, "twinlane, fifo or rte_sched")
         ->check(CLI::IsMember({"twinlane", "fifo", "rte_sched"}))
         ->capture_default_str();

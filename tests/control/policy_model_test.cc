@@ -117,6 +117,53 @@ TEST(PolicyModel, ShapersResolvePerPortAndNest) {
     EXPECT_EQ(gold.class_index, 0u);
 }
 
+// `twinlane replay --link-rate`: the port is read at another rate; what the file sized for
+// its own rate follows (percentages) or is fitted (absolute shapers, bursts below a frame).
+TEST(PolicyModel, PortRateOverrideRescalesTheTree) {
+    const std::string text = std::string(testing::kBaseNoTree) +
+                             "scheduler:\n"
+                             "  name: root\n"
+                             "  kind: strict\n"
+                             "  children:\n"
+                             "    - {name: g, kind: fq, class: gold, shaper: {rate: 50%}}\n"
+                             "    - name: rest\n"
+                             "      kind: drr\n"
+                             "      shaper: {rate: 4G, burst: 64KiB}\n"
+                             "      children:\n"
+                             "        - {name: k, kind: fifo, class: bulk, shaper: {rate: 25%, "
+                             "burst: 20us}}\n";
+    const PolicyResult plain = parse_policy(text, "t.yaml");
+    ASSERT_TRUE(plain.ok()) << testing::describe(plain);
+    const PolicyResult slow = parse_policy(text, "t.yaml", PortRateOverride{"b", 1'000'000'000});
+    ASSERT_TRUE(slow.ok()) << testing::describe(slow);
+    const auto& ports = slow.policy->ports;
+    EXPECT_EQ(ports.at(0).rate_bits_per_sec, 10'000'000'000u) << "only the named port";
+    EXPECT_EQ(ports.at(1).rate_bits_per_sec, 1'000'000'000u);
+    EXPECT_GE(ports.at(1).tx_budget_bytes, 1518u);
+    const TreeNode& root = slow.policy->egress_trees.at(0).root;
+    EXPECT_EQ(root.rate_bits_per_sec, 1'000'000'000u);
+    EXPECT_EQ(root.children.at(0).shaper->rate_bits_per_sec, 500'000'000u) << "50% of 1G";
+    const TreeNode& rest = root.children.at(1);
+    EXPECT_EQ(rest.shaper->rate_bits_per_sec, 1'000'000'000u) << "4G capped to the 1G link";
+    EXPECT_EQ(rest.shaper->burst_bytes, 65'536u);
+    const TreeNode& bulk = rest.children.at(0);
+    EXPECT_EQ(bulk.shaper->rate_bits_per_sec, 250'000'000u) << "25% of the capped parent";
+    EXPECT_EQ(bulk.shaper->burst_bytes, 1518u) << "20 us at 250M is 625 B: raised to a frame";
+
+    // The same file with a 1G port rate written in it is refused: the fitting is only for
+    // a rate given outside the file.
+    std::string written = text;
+    written.replace(written.find("net_null1, rate: 10G"), 20, "net_null1, rate: 1G");
+    const PolicyResult refused = parse_policy(written, "t.yaml");
+    EXPECT_FALSE(refused.ok());
+    EXPECT_NE(testing::find_error(refused, "scheduler.children[1].shaper.rate"), nullptr)
+        << testing::describe(refused);
+    // An override naming no port of the file changes nothing.
+    const PolicyResult other = parse_policy(text, "t.yaml", PortRateOverride{"zz", 1'000'000'000});
+    ASSERT_TRUE(other.ok());
+    EXPECT_EQ(other.policy->ports.at(1).rate_bits_per_sec, 10'000'000'000u);
+}
+
 TEST(PolicyModel, LeafParametersAndDefaults) {
     auto policy =
         parse_ok(std::string(testing::kBaseNoTree) +

@@ -7,6 +7,9 @@
 #                 across equal-weight backlogged jobs >= 0.99
 #   microsecond   a microsecond pcap replays with the same packets and accounting
 #   malformed     malformed frames are counted by reason, never fatal, and accounted for
+#   link_rate     --link-rate rescales the policy: the default policy's 50% inference shaper
+#                 is 50G at --link-rate 100G (not the 5G of the file's 10G port), so 8G of
+#                 inference keeps its latency bound and loses nothing
 source "$(dirname "$0")/lib.sh"
 case_name=$1
 twinlane=$2
@@ -22,6 +25,15 @@ replay() {  # replay OUT_PREFIX [extra args]
         --compare fifo,rte_sched -o "$WORK/$prefix.pcap" --report "$WORK/$prefix.json" "$@"
 }
 
+max_wire() {  # max_wire PCAP: the largest wire length in it
+    python3 - "$1" "$pcaptool" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("pcaptool", sys.argv[2])
+tool = importlib.util.module_from_spec(spec); spec.loader.exec_module(tool)
+print(max(wire for _, wire, _ in tool.read_records(sys.argv[1])))
+PY
+}
+
 case "$case_name" in
 determinism)
     replay a >/dev/null
@@ -34,13 +46,7 @@ determinism)
     ;;
 properties)
     replay p | tee "$WORK/table.txt"
-    max_frame=$(python3 - "$WORK/mix.pcap" "$pcaptool" <<'PY'
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("pcaptool", sys.argv[2])
-tool = importlib.util.module_from_spec(spec); spec.loader.exec_module(tool)
-print(max(wire for _, wire, _ in tool.read_records(sys.argv[1])))
-PY
-)
+    max_frame=$(max_wire "$WORK/mix.pcap")
     python3 - "$WORK" "$max_frame" <<'PY' || fail "replay properties"
 import json, sys
 work, max_frame = sys.argv[1], int(sys.argv[2])
@@ -99,6 +105,25 @@ assert t["rx_packets"] == t["tx_packets"] + sum(t["dropped"].values()) + t["queu
 print(f"PASS: {sys.argv[2]}: 200 malformed of 400 counted by reason {t['malformed_by_reason']}")
 PY
     done
+    ;;
+link_rate)
+    "$twinlane" gen -o "$WORK/fast.pcap" --seed 12 --duration 3ms --link-rate 100G \
+        --inference-load 0.08 >/dev/null
+    "$twinlane" --log-level warn replay -c "$policy" -i "$WORK/fast.pcap" --link-rate 100G \
+        --report "$WORK/fast.json" >/dev/null || fail "replay at --link-rate 100G"
+    max_frame=$(max_wire "$WORK/fast.pcap")
+    python3 - "$WORK/fast.json" "$max_frame" <<'PY' || fail "link rate"
+import json, sys
+r = json.load(open(sys.argv[1]))
+inference = r["classes"]["inference"]
+bound_us = (int(sys.argv[2]) + 24) * 8 / r["link_rate_bps"] * 1e6 + 2.0
+p99 = inference["latency_us"]["p99"]
+assert r["link_rate_bps"] == 100e9, r["link_rate_bps"]
+assert inference["tx_packets"] > 1000 and inference["drops"] == 0, inference
+assert p99 <= bound_us, (p99, bound_us)
+print(f"PASS: at --link-rate 100G inference p99 {p99:.2f} us <= {bound_us:.2f} us, "
+      f"{inference['tx_packets']} packets, no drops")
+PY
     ;;
 *)
     fail "unknown case $case_name"
