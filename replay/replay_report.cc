@@ -206,6 +206,22 @@ nlohmann::json ReplayReport::to_json() const {
     };
 }
 
+size_t ReplayReport::coarsen_series(uint64_t departure_ns) {
+    size_t interval = kMaxSeriesIntervals;
+    while (interval >= kMaxSeriesIntervals) {
+        series_interval_ns_ *= 2;
+        for (ClassStats& c : classes_) {
+            std::vector<uint64_t>& bytes = c.throughput_bytes;
+            for (size_t i = 0; i < bytes.size(); ++i)
+                bytes[i / 2] = (i % 2 == 0 ? 0 : bytes[i / 2]) + bytes[i];
+            bytes.resize((bytes.size() + 1) / 2);
+        }
+        interval_end_ns_ = 0;  // the cached interval was in the old unit
+        interval = series_interval(departure_ns);
+    }
+    return interval;
+}
+
 std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
     std::string out;
     char line[256];

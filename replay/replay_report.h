@@ -113,7 +113,8 @@ public:
         c.tx_bytes += frame_bytes;
         if (ecn_marked_here) ++c.ecn_marked;
         c.latencies_ns.push_back(departure_ns - arrival_ns);
-        const size_t interval = series_interval(departure_ns);
+        size_t interval = series_interval(departure_ns);
+        if (interval >= kMaxSeriesIntervals) [[unlikely]] interval = coarsen_series(departure_ns);
         if (c.throughput_bytes.size() <= interval) c.throughput_bytes.resize(interval + 1, 0);
         c.throughput_bytes[interval] += frame_bytes;
         // Other classes' bytes sent while `c` is backlogged are settled when its period ends
@@ -165,6 +166,11 @@ private:
     size_t interval_index_ = 0;
     uint64_t interval_start_ns_ = 1;
     uint64_t interval_end_ns_ = 0;
+    // The series keeps at most this many intervals: a capture spanning days (sparse traffic,
+    // a merged file, one bad timestamp) asked for billions of 1 ms intervals (30 days: 24 GB).
+    // Past it the interval doubles, adjacent pairs merged, until the departure fits.
+    static constexpr size_t kMaxSeriesIntervals = size_t{1} << 16;
+    size_t coarsen_series(uint64_t departure_ns);
     size_t series_interval(uint64_t departure_ns) {
         if (departure_ns >= interval_start_ns_ && departure_ns < interval_end_ns_)
             return interval_index_;

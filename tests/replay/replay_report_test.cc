@@ -82,5 +82,38 @@ TEST(ReplayReport, BackloggedBytesMatchAPassOverTheClassesPerDeparture) {
     }
 }
 
+// A capture spanning 30 days (sparse, merged or with a bad timestamp) keeps a bounded
+// throughput series: the interval doubles instead of growing billions of 1 ms slots, and
+// every byte stays in the series, in the interval of its departure.
+TEST(ReplayReport, ThroughputSeriesStaysBoundedOverLongCaptures) {
+    const uint64_t ms = 1'000'000;
+    ReplayReport report("t", 10'000'000'000ULL, {"a", "b"}, 1, ms);
+    const uint64_t day = 86'400'000 * ms;
+    const std::vector<uint64_t> departures = {1 * ms, 2 * ms, 3'600'000 * ms, 30 * day};
+    for (size_t i = 0; i < departures.size(); ++i) {
+        report.on_arrival(uint8_t(i % 2), 1000, departures[i] - 1000, 0, 0);
+        report.on_departure(uint8_t(i % 2), 1000, departures[i] - 1000, departures[i], false, {});
+    }
+    report.on_finish(0, 30 * day);
+    const nlohmann::json j = report.to_json();
+    uint64_t bytes = 0;
+    double interval_s = 0;
+    for (const char* name : {"a", "b"}) {
+        const auto& series = j["classes"][name]["throughput_series"];
+        interval_s = series["interval_s"].get<double>();
+        const auto& bps = series["bps"];
+        EXPECT_LE(bps.size(), size_t{1} << 16);
+        for (const auto& v : bps) bytes += uint64_t(std::llround(v.get<double>() * interval_s / 8));
+        // The last departure lands in the interval its time falls in.
+        if (std::string(name) == "b") {
+            const auto last = uint64_t(double(30 * day - (1 * ms - 1000)) / 1e9 / interval_s);
+            EXPECT_EQ(bps.size(), last + 1);
+        }
+    }
+    EXPECT_EQ(bytes, 4000u);
+    EXPECT_GT(interval_s, 30.0 * 86'400 / 65'536);  // coarsened from 1 ms
+    EXPECT_LT(interval_s, 2 * 30.0 * 86'400 / 65'536);
+}
+
 }  // namespace
 }  // namespace twinlane::replay
