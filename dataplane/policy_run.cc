@@ -5,6 +5,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <pcap/pcap.h>
 #include <rte_mbuf.h>
 #include <spdlog/spdlog.h>
 
@@ -68,12 +69,37 @@ std::vector<std::string> eal_arguments(const control::Policy& policy,
     return args;
 }
 
+// DPDK's pcap device hands a capture's bytes to the pipeline as Ethernet frames whatever the
+// file's link type, so a `tcpdump -i any` capture (Linux cooked) would be classified as
+// garbage. Refused up front with what to do instead; unreadable files are left to the PMD,
+// which reports them.
+bool check_pcap_input(const control::PortPolicy& port, std::string& error) {
+    if (port.device.rfind("net_pcap", 0) != 0) return true;
+    const size_t at = port.device.find("rx_pcap=");
+    if (at == std::string::npos) return true;
+    const size_t start = at + 8;
+    const std::string path = port.device.substr(start, port.device.find(',', start) - start);
+    char errbuf[PCAP_ERRBUF_SIZE] = {};
+    pcap_t* handle = pcap_open_offline(path.c_str(), errbuf);
+    if (handle == nullptr) return true;
+    const int link_type = pcap_datalink(handle);
+    pcap_close(handle);
+    if (link_type == DLT_EN10MB) return true;
+    const char* link_name = pcap_datalink_val_to_name(link_type);
+    error = "port '" + port.name + "': rx_pcap '" + path + "' has link type " +
+            (link_name ? link_name : "?") + " (" + std::to_string(link_type) +
+            "); the pcap device reads only Ethernet captures (capture with tcpdump -i IFACE, "
+            "not -i any; `twinlane replay` reads this file as it is)";
+    return false;
+}
+
 // The DPDK port of a policy port: already probed (PCI, or a --vdev the user passed), else
 // hot-plugged from the policy's vdev string.
 bool resolve_port(const control::PortPolicy& port, uint16_t& id, std::string& error) {
     const std::string name = ethdev_name(port.device);
     if (rte_eth_dev_get_port_by_name(name.c_str(), &id) == 0) return true;
     if (!is_pci_address(port.device)) {
+        if (!check_pcap_input(port, error)) return false;
         const int rc = rte_dev_probe(port.device.c_str());
         if (rc != 0) {
             error = "port '" + port.name + "': cannot probe device '" + port.device +

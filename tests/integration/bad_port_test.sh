@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A port name that does not exist gives a clear error naming it, and a non-zero exit code.
+# A port name that does not exist gives a clear error naming it, and a non-zero exit code; so
+# does a pcap input whose capture is not Ethernet.
 # Usage: bad_port_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
 twinlane=$1
@@ -10,3 +11,34 @@ rc=0
 [ "$rc" -ne 0 ] || fail "exit code 0 for a missing port"
 grep -q "no DPDK port named 'net_nosuch0'" "$WORK/out.txt" || { cat "$WORK/out.txt"; fail "error does not name the port"; }
 echo "PASS: missing port reported: $(grep -o "no DPDK port named[^(]*" "$WORK/out.txt")"
+
+# A capture that is not Ethernet (tcpdump -i any writes Linux cooked, SLL2) on a pcap input is
+# refused, naming the port, the file and its link type, instead of classified as garbage.
+python3 - "$WORK/cooked.pcap" <<'PY'
+import struct, sys
+sll2 = struct.pack("!HHIHBB8s", 0x0800, 0, 2, 1, 0, 6, bytes(8))
+ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28, 0, 0, 64, 17, 0, bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2]))
+frame = sll2 + ip + struct.pack("!HHHH", 1, 2, 8, 0)
+with open(sys.argv[1], "wb") as out:
+    out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 276))
+    out.write(struct.pack("<IIII", 1, 0, len(frame), len(frame)) + frame)
+PY
+cat >"$WORK/cooked.yaml" <<YAML
+version: 1
+ports:
+  - {name: capture, device: "net_pcap0,rx_pcap=$WORK/cooked.pcap", rate: 1G}
+  - {name: out, device: "net_pcap1,tx_pcap=$WORK/out.pcap", rate: 1G}
+forwarding:
+  - {from: capture, to: out}
+lcores: {single: 0}
+classes: [other]
+scheduler: {name: root, kind: fifo, class: other}
+classifier: {heuristics: {default_class: other}}
+metrics: {enabled: false}
+YAML
+rc=0
+"$twinlane" run -c "$WORK/cooked.yaml" --no-control -- "${EAL_BASE[@]}" -l 0 >"$WORK/cooked.txt" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "exit code 0 for a Linux cooked capture on a pcap input"
+grep -q "port 'capture': rx_pcap '.*cooked.pcap' has link type LINUX_SLL2 (276)" "$WORK/cooked.txt" ||
+    { cat "$WORK/cooked.txt"; fail "error does not name the port, file and link type"; }
+echo "PASS: non-Ethernet pcap input refused: $(grep -o "has link type [^;]*" "$WORK/cooked.txt")"
