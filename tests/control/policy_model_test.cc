@@ -84,19 +84,21 @@ TEST(PolicyModel, OneTreePerEgressPortWithPortOverride) {
     EXPECT_FALSE(policy->find_port("z").has_value());
 }
 
+// Percentage, absolute and nested shapers with time- and byte-sized bursts.
+constexpr std::string_view kShaperTree =
+    "scheduler:\n"
+    "  name: root\n"
+    "  kind: strict\n"
+    "  children:\n"
+    "    - {name: g, kind: fq, class: gold, shaper: {rate: 50%}}\n"
+    "    - name: rest\n"
+    "      kind: drr\n"
+    "      shaper: {rate: 4G, burst: 64KiB}\n"
+    "      children:\n"
+    "        - {name: k, kind: fifo, class: bulk, weight: 3, shaper: {rate: 25%, burst: 20us}}\n";
+
 TEST(PolicyModel, ShapersResolvePerPortAndNest) {
-    auto policy = parse_ok(std::string(testing::kBaseNoTree) +
-                           "scheduler:\n"
-                           "  name: root\n"
-                           "  kind: strict\n"
-                           "  children:\n"
-                           "    - {name: g, kind: fq, class: gold, shaper: {rate: 50%}}\n"
-                           "    - name: rest\n"
-                           "      kind: drr\n"
-                           "      shaper: {rate: 4G, burst: 64KiB}\n"
-                           "      children:\n"
-                           "        - {name: k, kind: fifo, class: bulk, weight: 3, shaper: {rate: "
-                           "25%, burst: 20us}}\n");
+    auto policy = parse_ok(std::string(testing::kBaseNoTree) + std::string(kShaperTree));
     ASSERT_TRUE(policy);
     const TreeNode& root = policy->egress_trees.at(0).root;
     EXPECT_EQ(root.kind, NodeKind::strict);
@@ -120,18 +122,7 @@ TEST(PolicyModel, ShapersResolvePerPortAndNest) {
 // `twinlane replay --link-rate`: the port is read at another rate; what the file sized for
 // its own rate follows (percentages) or is fitted (absolute shapers, bursts below a frame).
 TEST(PolicyModel, PortRateOverrideRescalesTheTree) {
-    const std::string text = std::string(testing::kBaseNoTree) +
-                             "scheduler:\n"
-                             "  name: root\n"
-                             "  kind: strict\n"
-                             "  children:\n"
-                             "    - {name: g, kind: fq, class: gold, shaper: {rate: 50%}}\n"
-                             "    - name: rest\n"
-                             "      kind: drr\n"
-                             "      shaper: {rate: 4G, burst: 64KiB}\n"
-                             "      children:\n"
-                             "        - {name: k, kind: fifo, class: bulk, shaper: {rate: 25%, "
-                             "burst: 20us}}\n";
+    const std::string text = std::string(testing::kBaseNoTree) + std::string(kShaperTree);
     const PolicyResult plain = parse_policy(text, "t.yaml");
     ASSERT_TRUE(plain.ok()) << testing::describe(plain);
     const PolicyResult slow = parse_policy(text, "t.yaml", PortRateOverride{"b", 1'000'000'000});
