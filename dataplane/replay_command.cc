@@ -211,6 +211,12 @@ int run(const ReplayArgs& args) {
             options.max_frame_bytes = setup->egress().tree.max_packet_bytes;
             replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
             if (writer) writer->close();
+            if (!reader.truncated_tail().empty() && name == disciplines.front()) {
+                spdlog::warn("pcap '{}' ends inside record {} ({}): replayed the {} complete "
+                             "records before it",
+                             args.input, reader.records_read() + 1, reader.truncated_tail(),
+                             reader.records_read());
+            }
         } catch (const replay::PcapError& e) {
             spdlog::error("{}", e.what());
             return 2;

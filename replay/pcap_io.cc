@@ -216,6 +216,14 @@ bool PcapReader::next_libpcap(PcapRecord& record) {
     const int status = pcap_next_ex(handle_, &header, &data);
     if (status == PCAP_ERROR_BREAK) return false;  // end of file
     if (status != 1) {
+        // A record cut by the end of the file (tcpdump stopped mid-write, a copy of a capture
+        // still being written) ends the input: the records before it are good. Anything
+        // else, e.g. a record length that cannot be, has no way to resynchronise.
+        FILE* file = pcap_file(handle_);
+        if (status == PCAP_ERROR && file != nullptr && std::feof(file)) {
+            truncated_tail_ = pcap_geterr(handle_);
+            return false;
+        }
         throw PcapError("corrupt pcap '" + path_ + "' after record " +
                         std::to_string(records_read_) + ": " + pcap_geterr(handle_));
     }

@@ -23,8 +23,10 @@
 //   and is 0 otherwise, which the classifier counts as non-IP. The wire length is the
 //   original one minus the link header plus 14. A record cut inside its link header becomes
 //   a 12-byte frame (MACs only), which the classifier counts as a truncated Ethernet frame.
-//   Missing, unreadable or corrupt/truncated files and other link types throw PcapError whose
-//   message names the file and the reason (libpcap's, or the link type and the supported ones).
+//   A file that ends inside a record (a capture stopped mid-write) ends the input there:
+//   next() returns false and truncated_tail() says why. Missing, unreadable or corrupt files
+//   and other link types throw PcapError whose message names the file and the reason
+//   (libpcap's, or the link type and the supported ones).
 //   PcapWriter writes an Ethernet pcap in nanosecond (default) or microsecond resolution
 //   (µs output truncates the ns timestamp; tests use it to produce µs files). Frames longer
 //   than the snap length are cut and keep their wire length. close() flushes and reports
@@ -74,6 +76,8 @@ class PcapReader {
     // link header's length against the Ethernet header's).
     uint32_t snap_length() const { return snap_length_; }
     uint64_t records_read() const { return records_read_; }
+    // Non-empty when the file ended inside a record: libpcap's words for it.
+    const std::string& truncated_tail() const { return truncated_tail_; }
     // The file's link type as libpcap reports it (DLT_ value: 1 Ethernet, 113 LINUX_SLL, ...).
     int link_type() const { return link_type_; }
 
@@ -90,6 +94,7 @@ class PcapReader {
     pcap* handle_ = nullptr;
     uint32_t snap_length_ = 0;
     uint64_t records_read_ = 0;
+    std::string truncated_tail_;
     int link_type_ = 0;
     LinkLayer link_layer_ = LinkLayer::ethernet;
     uint32_t link_header_bytes_ = 0;       // replaced by the Ethernet header (non-Ethernet)

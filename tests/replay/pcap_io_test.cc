@@ -131,7 +131,9 @@ TEST_F(PcapIoTest, GarbageFileIsRejectedAtOpen) {
     EXPECT_THROW(PcapReader reader(path("garbage.pcap")), PcapError);
 }
 
-TEST_F(PcapIoTest, TruncatedRecordIsReportedAfterTheGoodOnes) {
+// A capture stopped mid-write ends inside its last record: the records before it are read,
+// then the input ends and says why. Cut in the record's bytes and in its header.
+TEST_F(PcapIoTest, FileEndingInsideARecordEndsTheInputAfterTheGoodOnes) {
     {
         PcapWriter writer(path("full.pcap"));
         writer.write(1, frame(200, 1));
@@ -139,18 +141,43 @@ TEST_F(PcapIoTest, TruncatedRecordIsReportedAfterTheGoodOnes) {
     }
     std::ifstream in(path("full.pcap"), std::ios::binary);
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
-    ASSERT_GT(bytes.size(), 100U);
-    write_bytes(path("cut.pcap"), bytes, bytes.size() - 50);  // cut into the second record
+    ASSERT_EQ(bytes.size(), 24U + 2 * (16 + 200));
+    for (size_t cut : {size_t{50}, size_t{200 + 8}}) {  // into the frame; into the header
+        const std::string name = "cut" + std::to_string(cut) + ".pcap";
+        write_bytes(path(name), bytes, bytes.size() - cut);
+        PcapReader reader(path(name));
+        PcapRecord record;
+        ASSERT_TRUE(reader.next(record)) << cut;
+        EXPECT_EQ(record.timestamp_ns, 1U);
+        EXPECT_TRUE(reader.truncated_tail().empty());
+        EXPECT_FALSE(reader.next(record)) << cut;
+        EXPECT_NE(reader.truncated_tail().find("truncated"), std::string::npos)
+            << cut << ": " << reader.truncated_tail();
+        EXPECT_EQ(reader.records_read(), 1U);
+    }
+}
 
-    PcapReader reader(path("cut.pcap"));
+// A record whose length cannot be, with more file after it, is corruption, not a cut tail.
+TEST_F(PcapIoTest, ImpossibleRecordLengthInTheMiddleIsAnErrorNamingTheFile) {
+    {
+        PcapWriter writer(path("full.pcap"));
+        for (uint64_t t = 1; t <= 3; ++t) writer.write(t, frame(200, uint8_t(t)));
+    }
+    std::ifstream in(path("full.pcap"), std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+    const size_t second = 24 + 16 + 200;
+    const uint32_t huge = 0x7FFFFFFF;
+    std::memcpy(&bytes[second + 8], &huge, sizeof huge);  // caplen
+    std::memcpy(&bytes[second + 12], &huge, sizeof huge);  // len
+    write_bytes(path("bad.pcap"), bytes);
+    PcapReader reader(path("bad.pcap"));
     PcapRecord record;
     ASSERT_TRUE(reader.next(record));
-    EXPECT_EQ(record.timestamp_ns, 1U);
     try {
         reader.next(record);
         FAIL() << "expected PcapError";
     } catch (const PcapError& error) {
-        EXPECT_NE(std::string(error.what()).find("cut.pcap"), std::string::npos);
+        EXPECT_NE(std::string(error.what()).find("bad.pcap"), std::string::npos) << error.what();
     }
 }
 
