@@ -11,6 +11,10 @@ constexpr uint8_t kTcp = 6;
 constexpr uint8_t kUdp = 17;
 constexpr uint8_t kTcpFin = 0x01;
 constexpr uint8_t kTcpPsh = 0x08;
+// GRO/TSO frames are at most 64 KiB (IPv4's length field), BIG TCP's a few hundred KiB; a
+// record claiming more is a damaged length (libpcap does not bound it), which would otherwise
+// turn into millions of segments.
+constexpr uint32_t kMaxSplitWireBytes = 1u << 20;
 
 uint16_t load16(const uint8_t* p) { return uint16_t((p[0] << 8) | p[1]); }
 uint32_t load32(const uint8_t* p) {
@@ -32,6 +36,7 @@ SegmentPlan plan_segments(std::span<const uint8_t> captured, uint32_t wire_lengt
     SegmentPlan plan;
     plan.wire_length = wire_length;
     if (max_frame_bytes == 0 || wire_length <= max_frame_bytes) return plan;
+    if (wire_length > kMaxSplitWireBytes) return plan;
     const size_t size = captured.size();
     const uint8_t* bytes = captured.data();
     uint32_t l4_offset = 0;

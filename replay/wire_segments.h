@@ -14,8 +14,9 @@
 // offloaded frame carries a partial one anyway).
 //
 // Not split (count 1, replayed as today): non-IP frames, IPv4 fragments, IPv6 with extension
-// headers before TCP/UDP, other protocols, frames whose headers are not fully captured, and
-// frames whose headers leave no room for payload in max_frame_bytes.
+// headers before TCP/UDP, other protocols, frames whose headers are not fully captured,
+// frames whose headers leave no room for payload in max_frame_bytes, and records claiming
+// more than 1 MiB on the wire (a damaged length, not an offload).
 // Pure functions over byte spans: no allocation except the caller's output vector.
 #pragma once
 

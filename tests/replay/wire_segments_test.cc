@@ -140,6 +140,10 @@ TEST(WireSegments, WhatTsoWouldNotSplitStaysWhole) {
     }
     // Headers as long as the largest frame leave no room for payload.
     EXPECT_EQ(plan_segments(tcp, wire, 14, 4, 54).count, 1u);
+    // A damaged wire length (libpcap does not bound it) is not millions of segments.
+    EXPECT_EQ(plan_segments(tcp, UINT32_MAX, 14, 4, kMaxFrame).count, 1u);
+    EXPECT_EQ(plan_segments(tcp, (1u << 20) + 1, 14, 4, kMaxFrame).count, 1u);
+    EXPECT_GT(plan_segments(tcp, 1u << 20, 14, 4, kMaxFrame).count, 1u);
 }
 
 // The engine: a host capture's 64 KiB TCP record, with an inference packet arriving right
