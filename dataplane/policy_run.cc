@@ -6,6 +6,7 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <pcap/pcap.h>
+#include <sys/stat.h>
 #include <rte_mbuf.h>
 #include <spdlog/spdlog.h>
 
@@ -71,14 +72,17 @@ std::vector<std::string> eal_arguments(const control::Policy& policy,
 
 // DPDK's pcap device hands a capture's bytes to the pipeline as Ethernet frames whatever the
 // file's link type, so a `tcpdump -i any` capture (Linux cooked) would be classified as
-// garbage. Refused up front with what to do instead; unreadable files are left to the PMD,
-// which reports them.
+// garbage. Refused up front with what to do instead; unreadable files and pipes are left to
+// the PMD, which reports them.
 bool check_pcap_input(const control::PortPolicy& port, std::string& error) {
     if (port.device.rfind("net_pcap", 0) != 0) return true;
     const size_t at = port.device.find("rx_pcap=");
     if (at == std::string::npos) return true;
     const size_t start = at + 8;
     const std::string path = port.device.substr(start, port.device.find(',', start) - start);
+    // Regular files only: reading a FIFO's header here would take it from the PMD.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return true;
     char errbuf[PCAP_ERRBUF_SIZE] = {};
     pcap_t* handle = pcap_open_offline(path.c_str(), errbuf);
     if (handle == nullptr) return true;
