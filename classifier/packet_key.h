@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "classifier/byte_order.h"
+
 namespace twinlane::classifier {
 
 struct PacketKey {
@@ -44,15 +46,6 @@ struct KeyFields {
     bool roce = false;
     uint32_t dest_qp = 0;  // 24 bits
 };
-
-// One load and a byte swap (the byte-by-byte loop was not folded by GCC 12 and dominated key
-// building in classifier_bench).
-inline uint64_t load_be64(const uint8_t* bytes) {
-    uint64_t value;
-    std::memcpy(&value, bytes, sizeof value);
-    if constexpr (std::endian::native == std::endian::little) value = __builtin_bswap64(value);
-    return value;
-}
 
 inline PacketKey make_key(const KeyFields& f) {
     PacketKey key;

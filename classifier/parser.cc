@@ -31,11 +31,6 @@ constexpr uint32_t kIcmpHeader = 4;
 constexpr uint32_t kBthHeader = 12;
 constexpr uint32_t kVxlanHeader = 8;
 
-inline uint16_t be16(const uint8_t* p) { return uint16_t((p[0] << 8) | p[1]); }
-inline uint32_t be32(const uint8_t* p) {
-    return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
-
 // One parse of one frame. `readable` bounds every read; `end` arguments bound what length
 // fields may claim (the wire length, or the enclosing IP/UDP payload for inner headers).
 class FrameParser {
@@ -48,7 +43,7 @@ public:
         if (!readable(offset, kEthernetHeader) || end - offset < kEthernetHeader) {
             return MalformedReason::ethernet_truncated;
         }
-        uint16_t ether_type = be16(data_ + offset + 12);
+        uint16_t ether_type = load_be16(data_ + offset + 12);
         offset += kEthernetHeader;
         unsigned depth = 0;
         while (ether_type == kEtherTypeVlan || ether_type == kEtherTypeQinQ ||
@@ -58,10 +53,10 @@ public:
                 return MalformedReason::vlan_truncated;
             }
             if (!inner) {
-                if (depth == 0) out_.vlan_id = be16(data_ + offset) & 0x0FFF;
+                if (depth == 0) out_.vlan_id = load_be16(data_ + offset) & 0x0FFF;
                 out_.vlan_count = uint8_t(depth + 1);
             }
-            ether_type = be16(data_ + offset + 2);
+            ether_type = load_be16(data_ + offset + 2);
             offset += kVlanTag;
             ++depth;
         }
@@ -94,7 +89,7 @@ private:
         const uint32_t header_length = uint32_t(ip[0] & 0x0F) * 4;
         if (header_length < kIpv4MinHeader) return MalformedReason::ipv4_bad_header_length;
         if (!readable(offset, header_length)) return MalformedReason::ipv4_truncated;
-        const uint32_t total_length = be16(ip + 2);
+        const uint32_t total_length = load_be16(ip + 2);
         if (total_length < header_length || offset > end || total_length > end - offset) {
             return MalformedReason::ipv4_bad_total_length;
         }
@@ -102,19 +97,19 @@ private:
         out_.ip_protocol = ip[9];
         std::memcpy(out_.src_address.data(), ip + 12, 4);
         std::memcpy(out_.dst_address.data(), ip + 16, 4);
-        out_.src_ipv4 = be32(ip + 12);
-        out_.dst_ipv4 = be32(ip + 16);
-        const uint16_t fragment_field = be16(ip + 6);
+        out_.src_ipv4 = load_be32(ip + 12);
+        out_.dst_ipv4 = load_be32(ip + 16);
+        const uint16_t fragment_field = load_be16(ip + 6);
         const bool more_fragments = (fragment_field & 0x2000) != 0;
         const uint32_t fragment_offset = fragment_field & 0x1FFF;
         if (fragment_offset != 0) {
             out_.fragment = Fragment::later;
-            out_.fragment_id = be16(ip + 4);
+            out_.fragment_id = load_be16(ip + 4);
             return MalformedReason::none;  // no L4 header in a non-first fragment
         }
         if (more_fragments) {
             out_.fragment = Fragment::first;
-            out_.fragment_id = be16(ip + 4);
+            out_.fragment_id = load_be16(ip + 4);
         }
         return l4(offset + header_length, offset + total_length, ip[9], inner);
     }
@@ -123,7 +118,7 @@ private:
         if (!readable(offset, kIpv6Header)) return MalformedReason::ipv6_truncated;
         const uint8_t* ip = data_ + offset;
         if ((ip[0] >> 4) != 6) return MalformedReason::ipv6_bad_version;
-        const uint32_t payload_length = be16(ip + 4);
+        const uint32_t payload_length = load_be16(ip + 4);
         if (offset > end || end - offset < kIpv6Header ||
             payload_length > end - offset - kIpv6Header) {
             return MalformedReason::ipv6_bad_payload_length;
@@ -160,8 +155,8 @@ private:
                 return MalformedReason::ipv6_ext_truncated;
             }
             if (next == kProtoFragment) {
-                const uint16_t offset_field = be16(ext + 2);
-                out_.fragment_id = be32(ext + 4);
+                const uint16_t offset_field = load_be16(ext + 2);
+                out_.fragment_id = load_be32(ext + 4);
                 if ((offset_field & 0xFFF8) != 0) {
                     out_.fragment = Fragment::later;
                     out_.ip_protocol = ext[0];
@@ -190,8 +185,8 @@ private:
                 if (!readable(offset, header_length) || room < header_length) {
                     return MalformedReason::l4_truncated;
                 }
-                out_.src_port = be16(tcp);
-                out_.dst_port = be16(tcp + 2);
+                out_.src_port = load_be16(tcp);
+                out_.dst_port = load_be16(tcp + 2);
                 return MalformedReason::none;
             }
             case kProtoUdp: {
@@ -199,12 +194,12 @@ private:
                     return MalformedReason::l4_truncated;
                 }
                 const uint8_t* udp = data_ + offset;
-                const uint32_t udp_length = be16(udp + 4);
+                const uint32_t udp_length = load_be16(udp + 4);
                 if (udp_length < kUdpHeader || udp_length > room) {
                     return MalformedReason::udp_bad_length;
                 }
-                out_.src_port = be16(udp);
-                out_.dst_port = be16(udp + 2);
+                out_.src_port = load_be16(udp);
+                out_.dst_port = load_be16(udp + 2);
                 const uint32_t payload = offset + kUdpHeader;
                 if (out_.dst_port == options_.roce_port) {
                     if (!readable(payload, kBthHeader) || udp_length - kUdpHeader < kBthHeader) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "classifier/byte_order.h"
 #include "classifier/malformed_reason.h"
 
 namespace twinlane::classifier {
@@ -98,21 +99,21 @@ inline bool parse_simple_ipv4(const uint8_t* data, uint32_t header_bytes, uint32
     constexpr uint32_t kL3 = 14, kL4 = 34;  // Ethernet, then a 20-byte IPv4 header
     const uint32_t readable = header_bytes < wire_length ? header_bytes : wire_length;
     if (readable < kL4 + 8) return false;  // Ethernet + IPv4 + UDP header (TCP checked below)
-    const auto be16 = [](const uint8_t* p) { return uint32_t((p[0] << 8) | p[1]); };
     const uint8_t* ip = data + kL3;
-    if (be16(data + 12) != 0x0800 || ip[0] != 0x45) return false;
-    const uint32_t total_length = be16(ip + 2);
+    if (load_be16(data + 12) != 0x0800 || ip[0] != 0x45) return false;
+    const uint32_t total_length = load_be16(ip + 2);
     // Total length covers at least the header, fits the frame; no MF flag, offset 0.
-    if (total_length < 20 || total_length > wire_length - kL3 || (be16(ip + 6) & 0x3FFF) != 0) {
+    if (total_length < 20 || total_length > wire_length - kL3 ||
+        (load_be16(ip + 6) & 0x3FFF) != 0) {
         return false;
     }
     const uint32_t room = total_length - 20;  // bytes after the IPv4 header
     const uint8_t protocol = ip[9];
     const uint8_t* l4 = data + kL4;
     if (protocol == 17) {
-        const uint32_t udp_length = be16(l4 + 4);
+        const uint32_t udp_length = load_be16(l4 + 4);
         if (room < 8 || udp_length < 8 || udp_length > room) return false;
-        const uint32_t dst_port = be16(l4 + 2);
+        const uint32_t dst_port = load_be16(l4 + 2);
         if (dst_port == options.roce_port) return false;
         if (options.vxlan_inner && dst_port == options.vxlan_port) return false;
     } else if (protocol == 6) {
@@ -130,8 +131,8 @@ inline bool parse_simple_ipv4(const uint8_t* data, uint32_t header_bytes, uint32
     std::memcpy(&dst, ip + 16, 4);
     out.src_ipv4 = __builtin_bswap32(src);
     out.dst_ipv4 = __builtin_bswap32(dst);
-    out.src_port = uint16_t(be16(l4));
-    out.dst_port = uint16_t(be16(l4 + 2));
+    out.src_port = uint16_t(load_be16(l4));
+    out.dst_port = uint16_t(load_be16(l4 + 2));
     out.ip_protocol = protocol;
     out.traffic_class = ip[1];
     return true;

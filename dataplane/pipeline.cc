@@ -81,7 +81,6 @@ void enqueue_lane(EgressTask& e, rte_mbuf* const* m, uint32_t n, uint8_t lane, L
     free_drops(drops, n - accepted, c);
 }
 
-
 uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared, uint64_t now_ns) {
     rte_mbuf* pkts[kBurst];
     const uint16_t n = rte_eth_rx_burst(task.dpdk_port, task.queue, pkts, kBurst);

@@ -4,11 +4,11 @@
 #include <rte_dev.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
-#include <rte_lcore.h>
 #include <pcap/pcap.h>
-#include <sys/stat.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <bit>

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "classifier/byte_order.h"
+
 namespace twinlane::replay {
 
 namespace {
@@ -75,11 +77,6 @@ uint32_t load32(const uint8_t* p, bool swapped) {
     uint32_t v;
     std::memcpy(&v, p, sizeof v);
     return swapped ? __builtin_bswap32(v) : v;
-}
-
-uint16_t load16_big_endian(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t load32_big_endian(const uint8_t* p) {
-    return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
 }
 
 constexpr uint16_t kEtherTypeIpv4 = 0x0800;
@@ -259,12 +256,12 @@ void PcapReader::convert_to_ethernet(PcapRecord& record) {
     uint16_t ethertype = 0;
     switch (link_layer_) {
     case LinkLayer::linux_sll:  // type, ARPHRD, address length, address[8], protocol
-        ethertype = load16_big_endian(link.data() + 14);
-        if (load16_big_endian(link.data() + 4) == kMacBytes)
+        ethertype = classifier::load_be16(link.data() + 14);
+        if (classifier::load_be16(link.data() + 4) == kMacBytes)
             std::memcpy(frame + kMacBytes, link.data() + 6, kMacBytes);
         break;
     case LinkLayer::linux_sll2:  // protocol, reserved, ifindex, ARPHRD, type, length, address[8]
-        ethertype = load16_big_endian(link.data());
+        ethertype = classifier::load_be16(link.data());
         if (link[11] == kMacBytes) std::memcpy(frame + kMacBytes, link.data() + 12, kMacBytes);
         break;
     case LinkLayer::raw_ip: ethertype = link.empty() ? 0 : ethertype_of_ip_version(link[0]); break;
@@ -277,7 +274,7 @@ void PcapReader::convert_to_ethernet(PcapRecord& record) {
         break;
     }
     case LinkLayer::loop:
-        ethertype = ethertype_of_address_family(load32_big_endian(link.data()));
+        ethertype = ethertype_of_address_family(classifier::load_be32(link.data()));
         break;
     case LinkLayer::ethernet: break;  // not converted
     }

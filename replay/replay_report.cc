@@ -212,8 +212,8 @@ size_t ReplayReport::coarsen_series(uint64_t departure_ns) {
         series_interval_ns_ *= 2;
         for (ClassStats& c : classes_) {
             std::vector<uint64_t>& bytes = c.throughput_bytes;
-            for (size_t i = 0; i < bytes.size(); ++i)
-                bytes[i / 2] = (i % 2 == 0 ? 0 : bytes[i / 2]) + bytes[i];
+            for (size_t i = 0; i < bytes.size(); i += 2)
+                bytes[i / 2] = bytes[i] + (i + 1 < bytes.size() ? bytes[i + 1] : 0);
             bytes.resize((bytes.size() + 1) / 2);
         }
         interval_end_ns_ = 0;  // the cached interval was in the old unit

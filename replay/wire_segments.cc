@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "classifier/byte_order.h"
 #include "classifier/dscp_rewrite.h"
 
 namespace twinlane::replay {
@@ -16,18 +17,10 @@ constexpr uint8_t kTcpPsh = 0x08;
 // turn into millions of segments.
 constexpr uint32_t kMaxSplitWireBytes = 1u << 20;
 
-uint16_t load16(const uint8_t* p) { return uint16_t((p[0] << 8) | p[1]); }
-uint32_t load32(const uint8_t* p) {
-    return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
-void store16(uint8_t* p, uint16_t v) {
-    p[0] = uint8_t(v >> 8);
-    p[1] = uint8_t(v);
-}
-void store32(uint8_t* p, uint32_t v) {
-    store16(p, uint16_t(v >> 16));
-    store16(p + 2, uint16_t(v));
-}
+using classifier::load_be16;
+using classifier::load_be32;
+using classifier::store_be16;
+using classifier::store_be32;
 
 }  // namespace
 
@@ -45,7 +38,7 @@ SegmentPlan plan_segments(std::span<const uint8_t> captured, uint32_t wire_lengt
         if (size < size_t{l3_offset} + 20) return plan;
         const uint8_t* ip = bytes + l3_offset;
         const uint32_t ihl = uint32_t(ip[0] & 0x0F) * 4;
-        const bool fragment = (load16(ip + 6) & 0x3FFF) != 0;  // MF or a fragment offset
+        const bool fragment = (load_be16(ip + 6) & 0x3FFF) != 0;  // MF or a fragment offset
         if (ihl < 20 || fragment) return plan;
         l4_offset = l3_offset + ihl;
         protocol = ip[9];
@@ -96,18 +89,18 @@ void write_segment(const SegmentPlan& plan, std::span<const uint8_t> captured, u
     uint8_t* ip = out.data() + plan.l3_offset;
     if (plan.ip_version == 4) {
         const uint32_t ihl = uint32_t(ip[0] & 0x0F) * 4;
-        store16(ip + 2, uint16_t(wire - plan.l3_offset));
-        store16(ip + 4, uint16_t(load16(ip + 4) + k));  // TSO: one IP ID per segment
-        store16(ip + 10, classifier::ipv4_header_checksum(ip, ihl));
+        store_be16(ip + 2, uint16_t(wire - plan.l3_offset));
+        store_be16(ip + 4, uint16_t(load_be16(ip + 4) + k));  // TSO: one IP ID per segment
+        store_be16(ip + 10, classifier::ipv4_header_checksum(ip, ihl));
     } else {
-        store16(ip + 4, uint16_t(wire - plan.l3_offset - 40));
+        store_be16(ip + 4, uint16_t(wire - plan.l3_offset - 40));
     }
     uint8_t* l4 = out.data() + plan.l4_offset;
     if (plan.l4_protocol == kTcp) {
-        store32(l4 + 4, load32(l4 + 4) + k * plan.payload_bytes);
+        store_be32(l4 + 4, load_be32(l4 + 4) + k * plan.payload_bytes);
         if (k + 1 != plan.count) l4[13] &= uint8_t(~(kTcpFin | kTcpPsh));
     } else {
-        store16(l4 + 4, uint16_t(wire - plan.l4_offset));
+        store_be16(l4 + 4, uint16_t(wire - plan.l4_offset));
     }
 }
 

@@ -70,17 +70,18 @@ public:
                           uint32_t drop_capacity) {
         return dequeue_burst(out, max_packets, kUnlimitedBytes, now_ns, drops, drop_capacity);
     }
-    // Burst dequeue with a byte budget. Returns the longest prefix of what repeated single
-    // dequeues at now_ns would return such that the prefix has at most max_packets packets and
-    // its WireCost sum is <= max_bytes: it stops before the packet that would exceed the budget
-    // and leaves that packet queued, with the scheduler in exactly the state k single dequeues
-    // leave (k = packets returned). Also stops when the tree is empty or shapers block it
-    // (then in the state max_packets single dequeues leave: a failed walk advances DRR rings
-    // exactly as a failed single dequeue does). `drops` is shared by the whole burst, as it is
-    // by consecutive single dequeues given the remaining capacity. The budget is exact: a
-    // budget below the next packet's cost returns nothing. Cost: one tree walk per run of packets from the same leaf (a run lasts while the DRR
-    // deficits and shaper tokens on the leaf's path allow); a budget below one max-size frame
-    // adds a non-mutating look-ahead per packet. CoDel drops go to `drops` as in dequeue().
+    // Burst dequeue with a byte budget. Returns the longest prefix of what repeated single dequeues
+    // at now_ns would return such that the prefix has at most max_packets packets and its WireCost
+    // sum is <= max_bytes: it stops before the packet that would exceed the budget and leaves that
+    // packet queued, with the scheduler in exactly the state k single dequeues leave (k = packets
+    // returned). Also stops when the tree is empty or shapers block it (then in the state
+    // max_packets single dequeues leave: a failed walk advances DRR rings exactly as a failed
+    // single dequeue does). `drops` is shared by the whole burst, as it is by consecutive single
+    // dequeues given the remaining capacity. The budget is exact: a budget below the next packet's
+    // cost returns nothing. Cost: one tree walk per run of packets from the same leaf (a run lasts
+    // while the DRR deficits and shaper tokens on the leaf's path allow); a budget below one
+    // max-size frame adds a non-mutating look-ahead per packet. CoDel drops go to `drops` as in
+    // dequeue().
     DequeueResult dequeue_burst(Packet* out, uint32_t max_packets, uint64_t max_bytes,
                                 uint64_t now_ns, DroppedPacket* drops, uint32_t drop_capacity,
                                 WireCost cost = {});

@@ -128,6 +128,14 @@ void BM_HitPathAgeing_Burst(benchmark::State& state) {
 }
 BENCHMARK(BM_HitPathAgeing_Burst)->Arg(1)->Arg(4096);
 
+// 4M random indices below `range`: the memory-ceiling benchmarks' access order.
+std::vector<uint32_t> random_indices(uint32_t range, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<uint32_t> indices(size_t{1} << 22);
+    for (uint32_t& index : indices) index = rng() % range;
+    return indices;
+}
+
 // The machine's ceiling for BM_HitPath_Burst/1048576: the same memory accesses per packet as
 // a 1M-flow hit (a random 8-byte index slot out of 16 MiB, then both lines of a random
 // 128-byte entry out of 128 MiB, one of them written; huge-page-advised like the flow table),
@@ -136,15 +144,14 @@ BENCHMARK(BM_HitPathAgeing_Burst)->Arg(1)->Arg(4096);
 void BM_MemoryCeiling_1M(benchmark::State& state) {
     constexpr uint32_t kEntries = 1u << 20;
     constexpr uint32_t kSlots = 2u << 20;
-    static std::vector<uint64_t, HugePageAllocator<uint64_t>> slots(kSlots);
+    static const auto slots = [] {
+        std::vector<uint64_t, HugePageAllocator<uint64_t>> random_entries(kSlots);
+        std::mt19937 rng(9);
+        for (uint64_t& slot : random_entries) slot = rng() % kEntries;
+        return random_entries;
+    }();
     static std::vector<FlowEntry, HugePageAllocator<FlowEntry>> entries(kEntries);
-    static std::vector<uint32_t> order;
-    if (order.empty()) {
-        std::mt19937 rng(8);
-        for (uint64_t& slot : slots) slot = rng() % kEntries;
-        order.resize(size_t{1} << 22);
-        for (uint32_t& o : order) o = rng() % kSlots;
-    }
+    static const std::vector<uint32_t> order = random_indices(kSlots, 8);
     size_t next = 0;
     uint64_t sum = 0;
     for (auto _ : state) {
@@ -180,12 +187,7 @@ void BM_MemoryCeiling_InPlace_1M(benchmark::State& state) {
     constexpr uint32_t kSlots = 2u << 20;
     const int lines = int(state.range(0));
     static std::vector<FlowEntry, HugePageAllocator<FlowEntry>> slots(kSlots);
-    static std::vector<uint32_t> order;
-    if (order.empty()) {
-        std::mt19937 rng(8);
-        order.resize(size_t{1} << 22);
-        for (uint32_t& o : order) o = rng() % kSlots;
-    }
+    static const std::vector<uint32_t> order = random_indices(kSlots, 8);
     size_t next = 0;
     uint64_t sum = 0;
     for (auto _ : state) {
