@@ -11,20 +11,17 @@
 #include <vector>
 
 #include "replay/pcap_io.h"
+#include "tests/replay/temp_dir_test.h"
 
 namespace twinlane::replay {
 namespace {
 
-class GenCommandTest : public ::testing::Test {
+class GenCommandTest : public testing::TempDirTest {
   protected:
     void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() /
-               ("twinlane_gen_cmd_" + std::to_string(::getpid()) + "_" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::create_directories(dir_);
+        TempDirTest::SetUp();
         output_ = (dir_ / "out.pcap").string();
     }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
 
     // Parses argv the way the main binary does; CLI errors propagate to the test.
     void run(std::vector<std::string> args) {
@@ -37,7 +34,6 @@ class GenCommandTest : public ::testing::Test {
         app.parse(static_cast<int>(argv.size()), argv.data());
     }
 
-    std::filesystem::path dir_;
     std::string output_;
     std::ostringstream printed_;
 };

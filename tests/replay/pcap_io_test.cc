@@ -12,20 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/replay/temp_dir_test.h"
+
 namespace twinlane::replay {
 namespace {
 
-class PcapIoTest : public ::testing::Test {
+class PcapIoTest : public testing::TempDirTest {
   protected:
-    void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() /
-               ("twinlane_pcap_io_" + std::to_string(::getpid()) + "_" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-    std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
     static std::vector<uint8_t> frame(size_t length, uint8_t seed) {
         std::vector<uint8_t> bytes(length);
         for (size_t i = 0; i < length; ++i)
@@ -42,8 +35,6 @@ class PcapIoTest : public ::testing::Test {
     static void write_bytes(const std::string& file, const std::vector<uint8_t>& bytes) {
         write_bytes(file, bytes, bytes.size());
     }
-
-    std::filesystem::path dir_;
 };
 
 const uint64_t kTimestamps[] = {0, 999, 1'000'000'001, 1'700'000'000'123'456'789ULL};

@@ -19,6 +19,7 @@
 #include "control/compile.h"
 #include "control/policy.h"
 #include "replay/pcap_io.h"
+#include "tests/replay/temp_dir_test.h"
 
 namespace twinlane::replay {
 namespace {
@@ -188,17 +189,8 @@ Bytes bytes_of(const PcapRecord& record) {
     return {record.captured.begin(), record.captured.end()};
 }
 
-class PcapLinkTypeTest : public ::testing::Test {
+class PcapLinkTypeTest : public testing::TempDirTest {
   protected:
-    void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() /
-               ("twinlane_pcap_linktype_" + std::to_string(::getpid()) + "_" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-    std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
     // Reads every record of `file` as (frame bytes, wire length), checking that converted
     // records are never declared to outlive next().
     static std::vector<std::pair<Bytes, uint32_t>> read_all(PcapReader& reader) {
@@ -210,8 +202,6 @@ class PcapLinkTypeTest : public ::testing::Test {
         }
         return frames;
     }
-
-    std::filesystem::path dir_;
 };
 
 TEST_F(PcapLinkTypeTest, LinuxSllLittleEndianMicrosecondsBecomesEthernet) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "replay/pcap_io.h"
+#include "tests/replay/temp_dir_test.h"
 #include "tests/replay/trace_inspect.h"
 
 namespace twinlane::replay {
@@ -287,16 +288,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ----- determinism through the pcap file
 
-class GeneratedFile : public ::testing::Test {
+class GeneratedFile : public testing::TempDirTest {
   protected:
-    void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() /
-               ("twinlane_gen_" + std::to_string(::getpid()) + "_" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-
     std::vector<char> generate(uint64_t seed, const std::string& name,
                                GenSummary* summary = nullptr) {
         GenOptions options;
@@ -308,8 +301,6 @@ class GeneratedFile : public ::testing::Test {
         std::ifstream in(options.output_path, std::ios::binary);
         return {std::istreambuf_iterator<char>(in), {}};
     }
-
-    std::filesystem::path dir_;
 };
 
 TEST_F(GeneratedFile, SameSeedGivesIdenticalBytesAndOtherSeedsDiffer) {
