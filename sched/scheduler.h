@@ -201,7 +201,7 @@ private:
     void deactivate(uint32_t leaf_node);
     void activate(uint32_t node);
     uint64_t eligible_time(uint32_t node, uint64_t now_ns);
-    void record_departure(Leaf& leaf, const Packet& packet, uint64_t now_ns);
+    struct DepartureTally;
     void reset_queues();
 
     TreeSpec spec_;
