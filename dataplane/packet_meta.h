@@ -1,6 +1,8 @@
 // Per-packet metadata carried in the mbuf between the RX and scheduler stages, in a
 // registered dynamic field (rte_mbuf_dynfield_register): written once by the classifier stage,
-// read by the scheduler stage of the egress port. 24 bytes, 8-byte aligned.
+// read by the scheduler stage of the egress port, only for packets that cross a lane ring (run
+// to completion, the scheduler's descriptor is filled from the classifier's result and carries
+// class and arrival on to TX). 24 bytes, 8-byte aligned.
 //
 // register_packet_meta() runs once after EAL init (control path); packet_meta() is a pointer
 // addition on the hot path. Thread-safety: a packet's metadata belongs to the lcore that

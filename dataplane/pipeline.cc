@@ -55,30 +55,67 @@ void free_drops(const sched::DroppedPacket* drops, uint32_t count, LcoreCounters
     }
 }
 
+// Resolves a lane's packets to scheduler leaves: one leaf for the whole lane unless the class
+// is split by job (then ClassEntry::leaf_for_job, an out-of-line call, per packet).
+struct LaneLeaf {
+    LaneLeaf(const EgressTask& e, uint8_t lane)
+        : entry(e.mapping.class_entries[lane]),
+          fixed(entry.mode == control::JobSplit::Mode::none ? entry.leaves.front() : kPerJob) {}
+    uint16_t operator()(uint32_t job) const { return fixed != kPerJob ? fixed : entry.leaf_for_job(job); }
+
+    static constexpr uint32_t kPerJob = UINT32_MAX;
+    const control::ClassEntry& entry;
+    uint32_t fixed;
+};
+
 // Fills the scheduler's descriptor for a classified packet of `lane`, field by field in
-// place. Returning a Packet by value built it on the stack and copied it: the byte stores of
-// `user`/`ip_version` then fed a 4-byte load of the copy, a failed store forward that was 81%
-// of enqueue_lane's samples (perf, net_null 64 B).
-void fill_sched_packet(sched::Packet& p, const EgressTask& e, rte_mbuf* m,
-                       const PacketMeta& meta, uint8_t lane) {
+// place, from the classifier's Result (run to completion) or the mbuf's PacketMeta (after a
+// lane ring); both name the fields alike. Returning a Packet by value built it on the stack
+// and copied it: the byte stores of `user`/`ip_version` then fed a 4-byte load of the copy, a
+// failed store forward that was 81% of enqueue_lane's samples (perf, net_null 64 B).
+// `waited_ns`: time from RX to this enqueue (lane ring), kept in `user_ns` for the RX->TX
+// latency; kWaitInMeta when it does not fit (then TX reads the mbuf's arrival_ns).
+constexpr uint32_t kWaitInMeta = UINT32_MAX;
+
+template <typename Classified>
+[[gnu::always_inline]] inline void fill_sched_packet(sched::Packet& p, const LaneLeaf& leaf,
+                                                     rte_mbuf* m, const Classified& k,
+                                                     uint8_t lane, uint64_t waited_ns) {
     p.handle = m;
     p.length_bytes = rte_pktmbuf_pkt_len(m);
-    p.flow_hash = meta.flow_hash;
-    p.leaf = e.mapping.leaf_for(lane, meta.job_id);
+    p.flow_hash = k.flow_hash;
+    p.leaf = leaf(k.job_id);
     p.user = lane;
-    p.l3 = meta.ecn_capable ? l3_in_first_segment(m, meta.l3_offset) : nullptr;
-    p.ip_version = p.l3 != nullptr ? meta.ip_version : 0;
+    p.user_ns = static_cast<uint32_t>(std::min<uint64_t>(waited_ns, kWaitInMeta));
+    p.l3 = k.ecn_capable ? l3_in_first_segment(m, k.l3_offset) : nullptr;
+    p.ip_version = p.l3 != nullptr ? k.ip_version : 0;
 }
 
-// Enqueues one lane's packets into the scheduler; frees and counts what it drops.
+// The RX arrival of a dequeued packet: the scheduler stamped its enqueue time in arrival_ns.
+uint64_t rx_arrival_ns(const sched::Packet& p, const PipelineShared& shared) {
+    if (p.user_ns == kWaitInMeta) [[unlikely]]
+        return packet_meta(static_cast<rte_mbuf*>(p.handle), shared.meta_offset)->arrival_ns;
+    return p.arrival_ns - p.user_ns;
+}
+
+// Enqueues the scheduler descriptors filled in e.scratch_packets; frees and counts the drops.
+void enqueue_scratch(EgressTask& e, uint32_t n, LcoreCounters& c, uint64_t now_ns) {
+    sched::DroppedPacket* drops = e.scratch_drops.data();
+    const uint32_t accepted = e.scheduler->enqueue(e.scratch_packets.data(), n, now_ns, drops);
+    free_drops(drops, n - accepted, c);
+}
+
+// Enqueues one lane ring's packets into the scheduler, from their mbuf metadata.
 void enqueue_lane(EgressTask& e, rte_mbuf* const* m, uint32_t n, uint8_t lane, LcoreCounters& c,
                   const PipelineShared& shared, uint64_t now_ns) {
     sched::Packet* pkts = e.scratch_packets.data();
-    for (uint32_t i = 0; i < n; ++i)
-        fill_sched_packet(pkts[i], e, m[i], *packet_meta(m[i], shared.meta_offset), lane);
-    sched::DroppedPacket* drops = e.scratch_drops.data();
-    const uint32_t accepted = e.scheduler->enqueue(pkts, n, now_ns, drops);
-    free_drops(drops, n - accepted, c);
+    const LaneLeaf leaf(e, lane);
+    for (uint32_t i = 0; i < n; ++i) {
+        const PacketMeta& meta = *packet_meta(m[i], shared.meta_offset);
+        fill_sched_packet(pkts[i], leaf, m[i], meta, lane,
+                          now_ns - std::min(now_ns, meta.arrival_ns));
+    }
+    enqueue_scratch(e, n, c, now_ns);
 }
 
 uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared, uint64_t now_ns) {
@@ -111,7 +148,9 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared,
                                    results);
 
     rte_mbuf* lane_pkts[kMaxLanes][kBurst];
+    uint8_t lane_results[kMaxLanes][kBurst];  // index into `results`, run to completion
     std::array<uint16_t, kMaxLanes> lane_n{};
+    EgressTask* const local = task.local_egress;
     LaneTally tally(shared.lane_count);
     uint64_t malformed = 0;
     const uint32_t last_lane = shared.lane_count - 1;
@@ -127,32 +166,43 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared,
             ++tally.dropped[lane];
             continue;
         }
-        PacketMeta* meta = packet_meta(m, shared.meta_offset);
-        meta->arrival_ns = now_ns;
-        meta->job_id = r.job_id;
-        meta->flow_hash = r.flow_hash;
-        meta->l3_offset = r.l3_offset;
-        meta->class_id = lane;
-        meta->ip_version = r.ip_version;
-        meta->ecn_capable = r.ecn_capable ? 1 : 0;
+        // The metadata only carries the result across a lane ring; run to completion, the
+        // scheduler's descriptor is filled from the result itself (below), and the mbuf's
+        // second cache line is not written.
+        if (local == nullptr) {
+            PacketMeta* meta = packet_meta(m, shared.meta_offset);
+            meta->arrival_ns = now_ns;
+            meta->job_id = r.job_id;
+            meta->flow_hash = r.flow_hash;
+            meta->l3_offset = r.l3_offset;
+            meta->class_id = lane;
+            meta->ip_version = r.ip_version;
+            meta->ecn_capable = r.ecn_capable ? 1 : 0;
+        }
         if (r.remark_dscp != classifier::kNoRemark && r.ip_version != 0) {
             if (uint8_t* l3 = l3_in_first_segment(m, r.l3_offset))
                 classifier::rewrite_dscp(l3, r.ip_version, r.remark_dscp);
         }
+        lane_results[lane][lane_n[lane]] = static_cast<uint8_t>(i);
         lane_pkts[lane][lane_n[lane]++] = m;
     }
 
     LcoreCounters& c = *ctx.counters;
     uint64_t ring_full = 0;
-    if (EgressTask* e = task.local_egress) {
+    if (EgressTask* e = local) {
         // Run to completion: straight into the scheduler, timed as its enqueue stage.
         const uint64_t tsc = rte_rdtsc();
         uint32_t admitted = 0;
         for (uint32_t lane = 0; lane < shared.lane_count; ++lane) {
-            if (lane_n[lane] == 0) continue;
-            enqueue_lane(*e, lane_pkts[lane], lane_n[lane], static_cast<uint8_t>(lane), c,
-                         shared, now_ns);
-            admitted += lane_n[lane];
+            const uint32_t count = lane_n[lane];
+            if (count == 0) continue;
+            const LaneLeaf leaf(*e, static_cast<uint8_t>(lane));
+            for (uint32_t k = 0; k < count; ++k) {
+                fill_sched_packet(e->scratch_packets[k], leaf, lane_pkts[lane][k],
+                                  results[lane_results[lane][k]], static_cast<uint8_t>(lane), 0);
+            }
+            enqueue_scratch(*e, count, c, now_ns);
+            admitted += count;
         }
         c.stages.sched_enqueue_cycles.add(rte_rdtsc() - tsc);
         c.stages.sched_enqueue_packets.add(admitted);
@@ -215,23 +265,27 @@ uint32_t admit_lanes(EgressTask& e, LcoreCounters& c, const PipelineShared& shar
     return admitted;
 }
 
-// Offers `count` packets to the NIC; what it refuses is kept, in order, in e.held.
-uint16_t offer(EgressTask& e, rte_mbuf** pkts, uint16_t count, LcoreCounters& c,
-               const PipelineShared& shared, uint64_t now_ns) {
+// Offers `count` packets to the NIC; what it refuses is kept, in order, in e.held. The TX
+// tallies come from `classes` and `rx_ns` (the scheduler's descriptors, or e.held_*), not from
+// the mbufs: after rte_eth_tx_burst the sent mbufs belong to the PMD (net_null has already
+// freed them), and the descriptors are in cache where the mbufs' metadata line may not be.
+uint16_t offer(EgressTask& e, rte_mbuf** pkts, const uint8_t* classes, const uint64_t* rx_ns,
+               uint16_t count, LcoreCounters& c, const PipelineShared& shared, uint64_t now_ns) {
+    uint32_t lengths[kBurst];
+    for (uint16_t i = 0; i < count; ++i) lengths[i] = rte_pktmbuf_pkt_len(pkts[i]);
     const uint16_t sent = rte_eth_tx_burst(e.dpdk_port, 0, pkts, count);
     LaneTally tally(shared.lane_count);
     uint64_t bytes = 0;
     for (uint16_t i = 0; i < sent; ++i) {
-        const uint32_t len = rte_pktmbuf_pkt_len(pkts[i]);
-        const PacketMeta* meta = packet_meta(pkts[i], shared.meta_offset);
-        const uint64_t latency = now_ns - std::min(now_ns, meta->arrival_ns);
+        const uint32_t len = lengths[i];
+        const uint8_t lane = classes[i];
+        const uint64_t latency = now_ns - std::min(now_ns, rx_ns[i]);
         e.pacer.on_transmit(len);
         bytes += len;
-        tally.packets[meta->class_id] += 1;
-        tally.bytes[meta->class_id] += len;
-        tally.latency_sum_ns[meta->class_id] += latency;
-        tally.latency_max_ns[meta->class_id] =
-            std::max(tally.latency_max_ns[meta->class_id], latency);
+        tally.packets[lane] += 1;
+        tally.bytes[lane] += len;
+        tally.latency_sum_ns[lane] += latency;
+        tally.latency_max_ns[lane] = std::max(tally.latency_max_ns[lane], latency);
     }
     if (sent != 0) {
         for (uint32_t lane = 0; lane < shared.lane_count; ++lane) {
@@ -248,8 +302,10 @@ uint16_t offer(EgressTask& e, rte_mbuf** pkts, uint16_t count, LcoreCounters& c,
     const uint16_t refused = count - sent;
     if (refused != 0) {
         c.ports[e.policy_port].tx_refused.add(refused);
-        // memmove semantics: `pkts` may be e.held itself.
+        // memmove semantics: the arrays may be e.held* themselves.
         std::copy(pkts + sent, pkts + count, e.held.begin());
+        std::copy(classes + sent, classes + count, e.held_class.begin());
+        std::copy(rx_ns + sent, rx_ns + count, e.held_rx_ns.begin());
     }
     e.held_count = refused;
     return sent;
@@ -259,7 +315,8 @@ uint16_t offer(EgressTask& e, rte_mbuf** pkts, uint16_t count, LcoreCounters& c,
 // rate and NIC backlog budget) and hands it to the NIC.
 uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared, uint64_t now_ns) {
     if (e.held_count != 0) {
-        const uint16_t sent = offer(e, e.held.data(), e.held_count, c, shared, now_ns);
+        const uint16_t sent = offer(e, e.held.data(), e.held_class.data(), e.held_rx_ns.data(),
+                                    e.held_count, c, shared, now_ns);
         if (e.held_count != 0) return sent;  // the NIC is still full: keep order, add nothing
     }
     const uint64_t allowance = e.pacer.allowance_bytes(now_ns);
@@ -274,9 +331,14 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
     free_drops(drops, r.dropped, c);
     if (r.packets == 0) return 0;
     rte_mbuf* out[kBurst];
-    for (uint32_t i = 0; i < r.packets; ++i)
+    uint8_t classes[kBurst];
+    uint64_t rx_ns[kBurst];
+    for (uint32_t i = 0; i < r.packets; ++i) {
         out[i] = static_cast<rte_mbuf*>(pkts[i].handle);
-    return offer(e, out, static_cast<uint16_t>(r.packets), c, shared, now_ns);
+        classes[i] = pkts[i].user;
+        rx_ns[i] = rx_arrival_ns(pkts[i], shared);
+    }
+    return offer(e, out, classes, rx_ns, static_cast<uint16_t>(r.packets), c, shared, now_ns);
 }
 
 // ---- Shutdown ------------------------------------------------------------------------------
@@ -289,8 +351,7 @@ bool egress_empty(const EgressTask& e) {
 }
 
 // Frees everything still inside the egress task, counting each packet by where it was.
-void discard_backlog(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
-                     uint64_t now_ns) {
+void discard_backlog(EgressTask& e, LcoreCounters& c, uint64_t now_ns) {
     for (uint32_t lane = 0; lane < e.lanes.size(); ++lane) {
         rte_mbuf* m[kBurst];
         unsigned n = 0;
@@ -314,7 +375,7 @@ void discard_backlog(EgressTask& e, LcoreCounters& c, const PipelineShared& shar
         }
     }
     for (uint16_t i = 0; i < e.held_count; ++i) {
-        c.lanes[packet_meta(e.held[i], shared.meta_offset)->class_id].dropped.add(1);
+        c.lanes[e.held_class[i]].dropped.add(1);
         rte_pktmbuf_free(e.held[i]);
     }
     count_drop(c, DropCause::shutdown_nic_refused, e.held_count);
@@ -343,7 +404,7 @@ void shut_down(LcoreContext& ctx, PipelineShared& shared) {
     }
     const uint64_t now_ns = shared.clock.ns(rte_rdtsc());
     for (EgressTask* e : ctx.egress)
-        discard_backlog(*e, c, shared, now_ns);
+        discard_backlog(*e, c, now_ns);
 }
 
 }  // namespace

@@ -77,6 +77,8 @@ struct EgressTask {
     TxPacer pacer{1, 1};
     uint32_t max_frame_bytes = 1518;
     std::array<rte_mbuf*, kBurst> held{};  // refused by the NIC, oldest first
+    std::array<uint8_t, kBurst> held_class{};     // their class (lane), for the TX tallies
+    std::array<uint64_t, kBurst> held_rx_ns{};    // and their RX arrival, for latency
     uint16_t held_count = 0;
     // Scratch for one scheduler call. Members, not locals: the descriptors' default member
     // initialisers would zero 2 KiB per call (1.5% of a 64 B run).

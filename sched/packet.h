@@ -17,6 +17,8 @@ struct Packet {
     uint16_t leaf = 0;           // leaf queue id, resolved from the packet's class/job
     uint8_t ip_version = 0;      // 4 or 6 when l3 is set, else 0
     uint8_t user = 0;            // free for the owner (e.g. class id for reporting)
+    uint32_t user_ns = 0;        // free for the owner too (the dataplane: ns waited before enqueue)
 };
+static_assert(sizeof(Packet) == 40, "user_ns fills what was padding: one slot stays 40 bytes");
 
 }  // namespace twinlane::sched
