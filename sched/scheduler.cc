@@ -137,6 +137,7 @@ Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
                                                  : static_cast<uint32_t>(total_limit_packets);
     s.slots_.resize(pool);
     s.next_slot_.resize(pool);
+    s.free_slots_.resize(pool);
     s.reset_queues();
     s.rng_ = DeterministicRng(spec.random_seed);
     s.configure_params(spec);
@@ -186,24 +187,21 @@ void Scheduler::reset_queues() {
     std::fill(flows_.begin(), flows_.end(), Flow{});
     std::fill(codel_states_.begin(), codel_states_.end(), CodelState{});
     const auto pool = static_cast<uint32_t>(slots_.size());
-    for (uint32_t i = 0; i < pool; ++i) next_slot_[i] = i + 1 < pool ? i + 1 : kInvalid;
-    free_slot_head_ = pool != 0 ? 0 : kInvalid;
+    // Slot 0 on top: slots are handed out in index order, as the linked free list did.
+    for (uint32_t i = 0; i < pool; ++i) free_slots_[i] = pool - 1 - i;
     pool_free_count_ = pool;
 }
 
 // ---- pool and queues ----------------------------------------------------------------------
 
+// The free slots are a stack indexed by the free count, not a list linked through next_slot_:
+// taking a slot then needs no load of the previous one's link (a dependent load per packet).
 [[gnu::always_inline]] inline uint32_t Scheduler::allocate_slot() {
-    const uint32_t slot = free_slot_head_;
-    free_slot_head_ = next_slot_[slot];
-    --pool_free_count_;
-    return slot;
+    return free_slots_[--pool_free_count_];
 }
 
 [[gnu::always_inline]] inline void Scheduler::release_slot(uint32_t slot) {
-    next_slot_[slot] = free_slot_head_;
-    free_slot_head_ = slot;
-    ++pool_free_count_;
+    free_slots_[pool_free_count_++] = slot;
 }
 
 [[gnu::always_inline]] inline void Scheduler::push_flow_list(Leaf& leaf, FlowList list,
@@ -484,6 +482,28 @@ bool Scheduler::peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_ro
 
 // ---- hot path -----------------------------------------------------------------------------
 
+// Tail of the flow queue packets are being appended to, with the packets and bytes appended
+// so far; written to the Flow when the flow changes or the run ends.
+struct Scheduler::FlowAppend {
+    uint32_t flow = kInvalid;
+    uint32_t tail = kInvalid;
+    uint32_t packets = 0;
+    uint64_t bytes = 0;
+
+    void flush(std::vector<Flow>& flows) const {
+        if (flow == kInvalid) return;
+        Flow& f = flows[flow];
+        f.tail = tail;
+        f.packets += packets;
+        f.bytes += bytes;
+    }
+};
+
+// Packets come in runs for one leaf (a lane's burst usually is one run). During a run the
+// leaf's depth, the pool's free count and the flow tail being appended to live in registers
+// and are written back once: updated in memory per packet, each was a store-to-load chain
+// (perf, net_null 64 B: next_slot_[flow.tail] and the flow's tail/packets were ~40% of
+// enqueue's samples). Same admissions, drops, order and counters as one packet at a time.
 uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_ns,
                             DroppedPacket* drops) {
     uint32_t accepted = 0;
@@ -495,25 +515,40 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
         const Leaf& leaf = leaves_[packets[i].leaf];
         __builtin_prefetch(&flows_[leaf.first_flow + (packets[i].flow_hash & leaf.flow_mask)]);
     }
-    for (uint32_t i = 0; i < count; ++i) {
-        const Packet& packet = packets[i];
-        QueueCounters* charged = &port_drops_;
-        DropReason reason = DropReason::unknown_leaf;
-        if (packet.leaf < leaves_.size()) {
-            Leaf& leaf = leaves_[packet.leaf];
-            charged = &leaf.counters;
+    auto drop = [&](QueueCounters& charged, const Packet& packet, DropReason reason) {
+        const auto reason_index = static_cast<uint32_t>(reason);
+        ++charged.drop_packets[reason_index];
+        charged.drop_bytes[reason_index] += packet.length_bytes;
+        drops[dropped++] = DroppedPacket{packet, reason};
+    };
+    for (uint32_t i = 0; i < count;) {
+        const uint16_t leaf_index = packets[i].leaf;
+        if (leaf_index >= leaves_.size()) {
+            drop(port_drops_, packets[i++], DropReason::unknown_leaf);
+            continue;
+        }
+        Leaf& leaf = leaves_[leaf_index];
+        uint32_t depth = leaf.packets;
+        uint64_t depth_bytes = leaf.bytes;
+        uint32_t free = pool_free_count_;
+        uint32_t run_in = 0;
+        uint64_t run_in_bytes = 0;
+        FlowAppend append;
+        for (; i < count && packets[i].leaf == leaf_index; ++i) {
+            const Packet& packet = packets[i];
             const uint32_t length = packet.length_bytes;
+            DropReason reason = DropReason::oversize;
             if (length == 0 || length > max_packet_bytes_) {
                 reason = DropReason::oversize;
-            } else if (leaf.packets >= leaf.limit_packets) {
+            } else if (depth >= leaf.limit_packets) {
                 reason = DropReason::queue_full_packets;
-            } else if (leaf.bytes + length > leaf.limit_bytes) {
+            } else if (depth_bytes + length > leaf.limit_bytes) {
                 reason = DropReason::queue_full_bytes;
-            } else if (pool_free_count_ == 0) {
+            } else if (free == 0) {
                 reason = DropReason::pool_exhausted;
             } else {
                 bool admit = true;
-                if (leaf.red.enabled && red_signal(leaf.red, leaf.bytes, rng_)) {
+                if (leaf.red.enabled && red_signal(leaf.red, depth_bytes, rng_)) {
                     if (mark_ce(packet)) {
                         ++leaf.counters.ecn_marked_red;
                     } else if (leaf.red.drop_non_ect) {
@@ -522,18 +557,46 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
                     }
                 }
                 if (admit) {
-                    insert(leaf, packet, now_ns);
-                    ++leaf.counters.packets_in;
-                    leaf.counters.bytes_in += length;
-                    ++accepted;
+                    const uint32_t slot = free_slots_[--free];
+                    slots_[slot] = packet;
+                    slots_[slot].arrival_ns = now_ns;
+                    next_slot_[slot] = kInvalid;
+                    const uint32_t flow_index = leaf.first_flow + (packet.flow_hash & leaf.flow_mask);
+                    if (flow_index != append.flow) {
+                        append.flush(flows_);
+                        Flow& flow = flows_[flow_index];
+                        append = FlowAppend{flow_index, flow.tail, 0, 0};
+                        if (leaf.flow_mask != 0 && flow.list == FlowList::none) {
+                            flow.deficit_bytes = static_cast<int32_t>(max_packet_bytes_);
+                            push_flow_list(leaf, leaf.sparse_first ? FlowList::fresh : FlowList::old,
+                                           flow_index);
+                        }
+                    }
+                    if (append.tail == kInvalid) {
+                        flows_[flow_index].head = slot;
+                    } else {
+                        next_slot_[append.tail] = slot;
+                    }
+                    append.tail = slot;
+                    ++append.packets;
+                    append.bytes += length;
+                    depth_bytes += length;
+                    if (depth++ == 0) activate(leaf.node);
+                    ++run_in;
+                    run_in_bytes += length;
                     continue;
                 }
             }
+            drop(leaf.counters, packet, reason);
         }
-        const auto reason_index = static_cast<uint32_t>(reason);
-        ++charged->drop_packets[reason_index];
-        charged->drop_bytes[reason_index] += packet.length_bytes;
-        drops[dropped++] = DroppedPacket{packet, reason};
+        append.flush(flows_);
+        leaf.packets = depth;
+        leaf.bytes = depth_bytes;
+        pool_free_count_ = free;
+        queued_packets_ += run_in;
+        leaf.counters.packets_in += run_in;
+        leaf.counters.bytes_in += run_in_bytes;
+        accepted += run_in;
     }
     return accepted;
 }

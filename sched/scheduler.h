@@ -202,6 +202,7 @@ private:
     void activate(uint32_t node);
     uint64_t eligible_time(uint32_t node, uint64_t now_ns);
     struct DepartureTally;
+    struct FlowAppend;
     void reset_queues();
 
     TreeSpec spec_;
@@ -212,7 +213,7 @@ private:
     std::vector<CodelState> codel_states_;  // parallel to flows_
     std::vector<Packet> slots_;
     std::vector<uint32_t> next_slot_;
-    uint32_t free_slot_head_ = kInvalid;
+    std::vector<uint32_t> free_slots_;  // stack of free slots, pool_free_count_ deep
     uint32_t pool_free_count_ = 0;
     uint64_t queued_packets_ = 0;
     uint32_t root_ = 0;
