@@ -67,6 +67,13 @@ struct RxTask {
     struct EgressTask* local_egress = nullptr;
 };
 
+// What TX accounting needs of a packet, taken from its scheduler descriptor.
+struct TxInfo {
+    uint64_t rx_ns = 0;  // RX arrival (TscClock ns)
+    uint32_t length_bytes = 0;
+    uint8_t lane = 0;  // class id
+};
+
 struct EgressTask {
     uint16_t dpdk_port = 0;
     uint16_t policy_port = 0;
@@ -77,8 +84,7 @@ struct EgressTask {
     TxPacer pacer{1, 1};
     uint32_t max_frame_bytes = 1518;
     std::array<rte_mbuf*, kBurst> held{};  // refused by the NIC, oldest first
-    std::array<uint8_t, kBurst> held_class{};     // their class (lane), for the TX tallies
-    std::array<uint64_t, kBurst> held_rx_ns{};    // and their RX arrival, for latency
+    std::array<TxInfo, kBurst> held_info{};  // what the TX tallies need of each held packet
     uint16_t held_count = 0;
     // Scratch for one scheduler call. Members, not locals: the descriptors' default member
     // initialisers would zero 2 KiB per call (1.5% of a 64 B run).
