@@ -1,5 +1,6 @@
 #include "classifier/classifier.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace twinlane::classifier {
@@ -91,62 +92,76 @@ FlowDecision Classifier::decide(const PacketKey& key) const {
 
 // The flow-state step of a packet that has an entry: `fresh` for the flow's first packet (the
 // entry was just inserted), else a hit. Inlined into both callers so each gets its own copy.
+// A hit that changes nothing about the flow's lane touches only its FlowEntry line; the cold
+// state is read when the rules changed, the elephant verdict flipped, or a change is pending.
 __attribute__((always_inline)) inline void Classifier::touch_flow(FlowEntry& entry,
+                                                                  const PacketKey& key,
                                                                   uint32_t wire_length,
                                                                   uint64_t now_ns, bool fresh) {
     const uint64_t last_seen_ns = entry.last_seen_ns;
     const uint64_t gap = fresh ? ~uint64_t{0}
                                : (now_ns > last_seen_ns ? now_ns - last_seen_ns : 0);
+    bool changed = fresh || entry.pending;
     if (fresh || entry.rules_epoch != rules_epoch_) [[unlikely]] {
-        entry.decision = decide(entry.key);
+        FlowColdState& cold = flows_.cold(entry);
+        cold.decision = decide(key);
+        if (fresh) cold.first_seen_ns = now_ns;
         entry.rules_epoch = rules_epoch_;
-    }
-    if (fresh) {
-        entry.first_seen_ns = now_ns;
-        entry.window_start_ns = now_ns;
+        entry.explicit_rule = cold.decision.source == MatchSource::rule;
+        changed = true;
     }
     ++entry.packets;
     entry.bytes += wire_length;
     if (now_ns > last_seen_ns) entry.last_seen_ns = now_ns;
 
-    FlowDecision desired = entry.decision;
-    if (config_.elephant_threshold_bytes != 0 && entry.decision.source != MatchSource::rule) {
+    if (config_.elephant_threshold_bytes != 0 && !entry.explicit_rule) {
         if (entry.elephant && gap >= config_.elephant_quiet_ns) {
             entry.elephant = false;
-            entry.window_start_ns = now_ns;
             entry.window_bytes = 0;
+            changed = true;
         }
-        if (now_ns < entry.window_start_ns ||
-            now_ns - entry.window_start_ns >= config_.elephant_window_ns) {
-            entry.window_start_ns = now_ns;
-            entry.window_bytes = 0;
-        }
-        entry.window_bytes += wire_length;
-        if (!entry.elephant && entry.window_bytes > config_.elephant_threshold_bytes) {
-            entry.elephant = true;
-            ++counters_.elephants_detected;
-        }
-        if (entry.elephant) {
-            desired.class_id = config_.bulk_class;
-            desired.source = MatchSource::elephant;
+        if (!entry.elephant) {
+            // Windows are aligned to multiples of elephant_window_ns: the count restarts when
+            // the flow's previous packet fell in an earlier window.
+            const uint64_t counted = last_seen_ns >= elephant_window_start_ns_ && !fresh
+                                         ? entry.window_bytes
+                                         : 0;
+            const uint64_t window = std::min<uint64_t>(counted + wire_length, UINT32_MAX);
+            entry.window_bytes = uint32_t(window);
+            if (window > config_.elephant_threshold_bytes) {
+                entry.elephant = true;
+                ++counters_.elephants_detected;
+                changed = true;
+            }
         }
     }
+    if (changed) [[unlikely]] reconsider(entry, gap, fresh);
+}
 
-    if (fresh || desired.class_id == entry.applied.class_id) {
-        // Same lane (or first packet): nothing can reorder. Store only on change: an
-        // unconditional store here stalled the following load of `applied` (store forwarding)
-        // and cost ~15% of the hit path in classifier_bench.
-        if (fresh || !(desired == entry.applied)) entry.applied = desired;
+// What the flow's packets should get now, and whether that may change yet (README.md,
+// "Reclassification without reordering").
+void Classifier::reconsider(FlowEntry& entry, uint64_t gap_ns, bool fresh) {
+    FlowDecision desired = flows_.cold(entry).decision;
+    if (config_.elephant_threshold_bytes != 0 && !entry.explicit_rule && entry.elephant) {
+        desired.class_id = config_.bulk_class;
+        desired.source = MatchSource::elephant;
+    }
+    const FlowDecision applied = entry.applied();
+    entry.pending = false;
+    if (fresh || desired.class_id == applied.class_id) {
+        // Same lane (or first packet): nothing can reorder.
+        entry.set_applied(desired);
         return;
     }
-    if (gap < config_.reclass_gap_ns) {
+    if (gap_ns < config_.reclass_gap_ns) {
         ++counters_.reclass_deferred;  // packets may still sit in the old lane
+        entry.pending = true;
         return;
     }
     if (desired.source == MatchSource::elephant) ++counters_.elephant_demotions;
-    if (entry.applied.source == MatchSource::elephant) ++counters_.elephant_returns;
+    if (applied.source == MatchSource::elephant) ++counters_.elephant_returns;
     ++counters_.reclassifications;
-    entry.applied = desired;
+    entry.set_applied(desired);
 }
 
 __attribute__((always_inline)) inline void Classifier::prepare(const uint8_t* frame,
@@ -174,6 +189,7 @@ __attribute__((always_inline)) inline void Classifier::prepare(const uint8_t* fr
         prepared.ecn = simple.traffic_class & 3;
         prepared.malformed = MalformedReason::none;
         prepared.fragment = Fragment::none;
+        prepared.wide_addresses = false;
         prepared.hash = hash_key(key);
         return;
     }
@@ -205,6 +221,7 @@ __attribute__((always_inline)) inline void Classifier::prepare(const uint8_t* fr
     prepared.ecn = p.ecn;
     prepared.malformed = p.malformed;
     prepared.fragment = p.fragment;
+    prepared.wide_addresses = addresses_wide(key);
     prepared.hash = hash_key(key);
 }
 
@@ -240,8 +257,8 @@ __attribute__((always_inline)) inline void Classifier::finish(const Prepared& p,
         FlowEntry* entry = found;
         if (entry == nullptr && flows_.capacity() != 0) entry = flows_.find(p.key, p.hash);
         if (entry != nullptr) [[likely]] {
-            touch_flow(*entry, wire_length, now_ns, false);
-            applied = entry->applied;
+            touch_flow(*entry, p.key, wire_length, now_ns, false);
+            applied = entry->applied();
         } else {
             if (flows_.capacity() != 0) {
                 entry = flows_.insert(p.key, p.hash);
@@ -252,8 +269,8 @@ __attribute__((always_inline)) inline void Classifier::finish(const Prepared& p,
                 }
             }
             if (entry != nullptr) {
-                touch_flow(*entry, wire_length, now_ns, true);
-                applied = entry->applied;
+                touch_flow(*entry, p.key, wire_length, now_ns, true);
+                applied = entry->applied();
             } else {
                 applied = decide(p.key);
             }
@@ -300,6 +317,7 @@ Result Classifier::classify(const uint8_t* frame, uint32_t header_bytes, uint32_
     // The burst group's first slot as scratch: a local Prepared was zero-initialised per call
     // only to be overwritten by prepare().
     Prepared& prepared = group_[0];
+    advance_elephant_window(now_ns);
     prepare(frame, header_bytes, wire_length, ingress_port, prepared);
     Result result;
     finish(prepared, nullptr, wire_length, now_ns, result);
@@ -309,50 +327,70 @@ Result Classifier::classify(const uint8_t* frame, uint32_t header_bytes, uint32_
 void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* header_bytes,
                                 const uint32_t* wire_lengths, uint32_t count,
                                 uint16_t ingress_port, uint64_t now_ns, Result* out) {
-    // Three passes over a group of up to 32 packets (as rte_hash_lookup_bulk): parse and hash
-    // all of them, prefetching every index slot (the slots arrive while later packets are
-    // parsed); then look all of them up, prefetching each entry kEntryLead packets ahead;
-    // then classify and update them with their entries in cache. The lookup pass is short per
-    // packet, so the out-of-order core overlaps several packets' misses; classifying right
-    // after each lookup had one long dependent chain per packet, and every miss stalled it.
-    // measured (classifier_bench BM_HitPath_Burst/1048576, Mpps): old 4/8-deep ring 10.0;
-    // all 32 entries prefetched at once, lookup inside classification 9.4; lead 6, lookup
-    // inside classification 11.4-12.5; separate lookup pass 16.0-17.4 (entry lead 3 / 6 /
-    // 12 / 32 all within noise: 6 kept). 4096 flows (all in L2): 45-53 either way.
+    // Per group of up to 32 packets: parse and hash all of them, prefetching each flow's entry
+    // line (an entry sits at its hash position, so nothing else has to arrive first); then, in
+    // order, look each up in its home slot and classify it at once if its flow is there: the
+    // entry lines of later packets keep arriving meanwhile. Packets whose flow is further along
+    // its probe run (next slot prefetched), new flows, and packets without a lookup are
+    // deferred: their probe runs advance one slot per round for all of them, then they are
+    // classified in order. Packets of one flow all take the same path, so a flow's packets
+    // stay in order; a group holding a later fragment is classified wholly in order (a first
+    // fragment must not overtake it).
+    // measured (classifier_bench BM_HitPath_Burst/1048576, Mpps, side by side): 8-byte index
+    // + 128-byte entry, entry prefetched 6 packets ahead in a lookup pass 16.7-17.1; in-place
+    // entries, each probe run followed to its end 20.2; a lookup pass with rounds, then
+    // classification 22.3-23.9; this 24.4-27.0 (classifier/README.md, "Benchmarks").
     const bool cached = flows_.capacity() != 0;
+    advance_elephant_window(now_ns);
     for (uint32_t base = 0; base < count; base += kGroup) {
         const uint32_t n = count - base < kGroup ? count - base : kGroup;
+        bool later_fragment = false;
         for (uint32_t i = 0; i < n; ++i) {
             const uint32_t k = base + i;
             prepare(frames[k], header_bytes[k], wire_lengths[k], ingress_port, group_[i]);
-            if (cached) flows_.prefetch(group_[i].hash);
+            if (cached) flows_.prefetch(group_[i].hash, group_[i].wide_addresses);
+            later_fragment |= group_[i].fragment == Fragment::later;
         }
-        if (cached) {
-            for (uint32_t i = 0; i < n && i < kEntryLead; ++i) {
-                flows_.prefetch_entry(group_[i].hash);
-            }
-            for (uint32_t i = 0; i < n; ++i) {
-                if (i + kEntryLead < n) flows_.prefetch_entry(group_[i + kEntryLead].hash);
-                const Prepared& p = group_[i];
-                FlowEntry* entry = nullptr;
-                // The packets finish() looks up: not malformed, not a later fragment.
-                if (p.malformed == MalformedReason::none && p.fragment != Fragment::later) {
-                    entry = flows_.find(p.key, p.hash);
-                    // The key's line is in cache now; the hit updates the second one.
-                    if (entry != nullptr) {
-                        __builtin_prefetch(reinterpret_cast<const char*>(entry) + 64);
-                    }
-                }
-                // Entries found stay valid through the group: insert() moves no entry and
-                // nothing is erased before the ageing step after the burst. A miss is looked
-                // up again in finish(), so a new flow's second packet in the same group finds
-                // the entry its first packet inserted.
-                found_[i] = entry;
-            }
-        }
+        uint32_t deferred = 0;
+        uint32_t probing = 0;
         for (uint32_t i = 0; i < n; ++i) {
-            finish(group_[i], cached ? found_[i] : nullptr, wire_lengths[base + i], now_ns,
-                   out[base + i]);
+            const Prepared& p = group_[i];
+            found_[i] = nullptr;
+            if (cached && p.malformed == MalformedReason::none &&
+                p.fragment != Fragment::later) [[likely]] {
+                uint32_t slot = flows_.home_slot(p.hash);
+                const FlowTable::Probe probe = flows_.probe(p.key, p.wide_addresses, slot);
+                if (probe == FlowTable::Probe::found && !later_fragment) [[likely]] {
+                    finish(p, &flows_.at(slot), wire_lengths[base + i], now_ns, out[base + i]);
+                    continue;
+                }
+                if (probe == FlowTable::Probe::found) found_[i] = &flows_.at(slot);
+                if (probe == FlowTable::Probe::next) {
+                    probe_slot_[i] = slot;
+                    probing_[probing++] = uint8_t(i);
+                }
+            }
+            deferred_[deferred++] = uint8_t(i);
+        }
+        while (probing != 0) {
+            uint32_t still = 0;
+            for (uint32_t j = 0; j < probing; ++j) {
+                const uint32_t i = probing_[j];
+                const Prepared& p = group_[i];
+                switch (flows_.probe(p.key, p.wide_addresses, probe_slot_[i])) {
+                    case FlowTable::Probe::found: found_[i] = &flows_.at(probe_slot_[i]); break;
+                    case FlowTable::Probe::absent: break;
+                    case FlowTable::Probe::next: probing_[still++] = uint8_t(i); break;
+                }
+            }
+            probing = still;
+        }
+        // Entries found stay valid: insert() moves no entry and nothing is erased before the
+        // ageing step after the burst. A new flow is looked up again in finish(), so its
+        // second packet in the group finds the entry its first packet inserted.
+        for (uint32_t j = 0; j < deferred; ++j) {
+            const uint32_t i = deferred_[j];
+            finish(group_[i], found_[i], wire_lengths[base + i], now_ns, out[base + i]);
         }
     }
     if (cached && config_.aging_scan_per_burst != 0) {

@@ -113,14 +113,11 @@ private:
         uint8_t ecn;
         MalformedReason malformed;
         Fragment fragment;
+        bool wide_addresses;  // addresses_wide(key), from the parse: no reload of the key
     };
-    // classify_burst works in groups of up to kGroup packets: parse and hash all of them and
-    // prefetch their index slots; look all of them up (found_), prefetching the entry of the
-    // packet kEntryLead places ahead; then classify them. Cache misses overlap instead of
-    // stalling one packet at a time. group_ and found_ are members rather than locals so they
-    // are not re-initialised per burst.
+    // classify_burst works in groups of up to kGroup packets, see there. group_, found_ and
+    // the probe state are members rather than locals so they are not re-initialised per burst.
     static constexpr uint32_t kGroup = kMaxBurst;
-    static constexpr uint32_t kEntryLead = 6;
 
     void prepare(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
                  uint16_t ingress_port, Prepared& prepared);
@@ -128,7 +125,16 @@ private:
     void finish(const Prepared& prepared, FlowEntry* found, uint32_t wire_length,
                 uint64_t now_ns, Result& result);
     FlowDecision decide(const PacketKey& key) const;
-    void touch_flow(FlowEntry& entry, uint32_t wire_length, uint64_t now_ns, bool fresh);
+    void touch_flow(FlowEntry& entry, const PacketKey& key, uint32_t wire_length,
+                    uint64_t now_ns, bool fresh);
+    void reconsider(FlowEntry& entry, uint64_t gap_ns, bool fresh);
+    // Moves the elephant window (aligned to multiples of elephant_window_ns) to `now_ns`.
+    void advance_elephant_window(uint64_t now_ns) {
+        if (now_ns - elephant_window_start_ns_ >= config_.elephant_window_ns &&
+            config_.elephant_window_ns != 0) [[unlikely]] {
+            elephant_window_start_ns_ = now_ns - now_ns % config_.elephant_window_ns;
+        }
+    }
     void count(const Result& result, uint32_t wire_length);
 
     ClassifierConfig config_;
@@ -142,8 +148,12 @@ private:
     FragmentCache fragments_;
     ClassifierCounters counters_;
     std::array<Prepared, kGroup> group_{};
-    std::array<FlowEntry*, kGroup> found_{};
+    std::array<FlowEntry*, kGroup> found_{};      // deferred packets' flow entries
+    std::array<uint32_t, kGroup> probe_slot_{};   // their lookups' next slot
+    std::array<uint8_t, kGroup> deferred_{};      // packets classified after the lookups
+    std::array<uint8_t, kGroup> probing_{};       // deferred packets still being looked up
     ParsedPacket parsed_{};  // parse_packet's output for packets off the simple path
+    uint64_t elephant_window_start_ns_ = 0;  // start of the elephant window `now` is in
     bool swept_ = false;          // classify_burst has started an ageing sweep
     uint64_t sweep_start_ns_ = 0;  // when it started the current one
 };

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "classifier/flow_table.h"
 #include "classifier/parser.h"
 
 namespace twinlane::classifier {
@@ -59,6 +60,10 @@ std::vector<std::string> ClassifierConfig::validate() const {
     check_class("inference_class", inference_class);
     if (elephant_threshold_bytes != 0) check_class("bulk_class", bulk_class);
 
+    if (rules.size() > size_t{kMaxFlowRuleIndex} + 1) {
+        errors.push_back("rules: " + std::to_string(rules.size()) + " rules exceed " +
+                         std::to_string(size_t{kMaxFlowRuleIndex} + 1));
+    }
     for (size_t i = 0; i < rules.size(); ++i) {
         if (auto error = validate_rule(rules[i], classes); !error.empty()) {
             errors.push_back("rules[" + std::to_string(i) + "]." + error);
@@ -82,6 +87,11 @@ std::vector<std::string> ClassifierConfig::validate() const {
         }
     }
     if (elephant_threshold_bytes != 0) {
+        if (elephant_threshold_bytes > kMaxElephantThresholdBytes) {
+            errors.push_back("elephant_threshold_bytes: " +
+                             std::to_string(elephant_threshold_bytes) + " exceeds " +
+                             std::to_string(kMaxElephantThresholdBytes));
+        }
         if (elephant_window_ns == 0) {
             errors.push_back("elephant_window_ns: must be > 0 when elephant detection is on");
         }

@@ -1,105 +1,114 @@
 #include "classifier/flow_table.h"
 
 #include <algorithm>
-#include <bit>
 
 namespace twinlane::classifier {
 
-FlowTable::FlowTable(uint32_t capacity) {
-    const uint32_t slot_count = std::bit_ceil(std::max<uint32_t>(2, capacity * 2));
-    slots_.assign(slot_count, 0);
-    slot_mask_ = slot_count - 1;
-    entries_.resize(capacity);
-    free_entries_.resize(capacity);
-    // Hand out low indices first so a lightly loaded table stays compact in memory.
-    for (uint32_t i = 0; i < capacity; ++i) free_entries_[i] = capacity - 1 - i;
-}
+FlowTable::FlowTable(uint32_t capacity)
+    : entries_(std::bit_ceil(std::max<uint32_t>(2, capacity * 2))),
+      cold_(entries_.size()),
+      capacity_(capacity),
+      slot_mask_(uint32_t(entries_.size()) - 1) {}
 
 FlowEntry* FlowTable::insert(const PacketKey& key, uint32_t hash) {
-    if (free_entries_.empty()) {
+    if (size_ == capacity_) {
         ++overflow_count_;
         return nullptr;
     }
-    const uint32_t index = free_entries_.back();
-    free_entries_.pop_back();
     uint32_t slot = hash & slot_mask_;
-    while (slots_[slot] != 0) slot = (slot + 1) & slot_mask_;
-    slots_[slot] = (uint64_t{hash} << 32) | (index + 1);
-    high_water_ = std::max(high_water_, index + 1);
-    FlowEntry& entry = entries_[index];
+    while (entries_[slot].in_use) slot = (slot + 1) & slot_mask_;
+    FlowEntry& entry = entries_[slot];
     entry = FlowEntry{};
-    entry.key = key;
-    entry.in_use = true;
+    entry.address_word = fold_addresses(key);
+    entry.port_word = key.words[4];
+    entry.protocol_word = key.words[5];
+    entry.wide = addresses_wide(key);
+    entry.in_use = 1;
+    FlowColdState& cold = cold_[slot];
+    cold = FlowColdState{};
+    std::copy_n(key.words.begin(), 4, cold.addresses.begin());
     ++size_;
     return &entry;
 }
 
+PacketKey FlowTable::key_of(const FlowEntry& entry) const {
+    PacketKey key;
+    const FlowColdState& state = cold(entry);
+    std::copy_n(state.addresses.begin(), 4, key.words.begin());
+    key.words[4] = entry.port_word;
+    key.words[5] = entry.protocol_word;
+    return key;
+}
+
+FlowRecord FlowTable::record(const FlowEntry& entry) const {
+    const FlowColdState& state = cold(entry);
+    FlowRecord out;
+    out.key = key_of(entry);
+    out.packets = entry.packets;
+    out.bytes = entry.bytes;
+    out.first_seen_ns = state.first_seen_ns;
+    out.last_seen_ns = entry.last_seen_ns;
+    out.decision = state.decision;
+    out.applied = entry.applied();
+    out.elephant = entry.elephant;
+    return out;
+}
+
 void FlowTable::erase(FlowEntry& entry) {
-    const uint32_t index = uint32_t(&entry - entries_.data());
-    uint32_t hole = hash_key(entry.key) & slot_mask_;  // not stored: keeps entries at 128 B
-    while (uint32_t(slots_[hole]) != index + 1) hole = (hole + 1) & slot_mask_;
+    uint32_t hole = slot_of(entry);
     // Backward-shift deletion: pull later members of the probe run into the hole when their
-    // home slot does not lie cyclically in (hole, next].
+    // home slot does not lie cyclically in (hole, next]. The home slot is recomputed from the
+    // key (not stored: keeps the entry in one line); erase is for ageing, not per packet.
     uint32_t next = hole;
     for (;;) {
         next = (next + 1) & slot_mask_;
-        const uint64_t value = slots_[next];
-        if (value == 0) break;
-        const uint32_t home = uint32_t(value >> 32) & slot_mask_;
+        if (!entries_[next].in_use) break;
+        const uint32_t home = hash_key(key_of(entries_[next])) & slot_mask_;
         const bool movable = hole <= next ? (home <= hole || home > next)
                                           : (home <= hole && home > next);
         if (movable) {
-            slots_[hole] = value;
+            entries_[hole] = entries_[next];
+            cold_[hole] = cold_[next];
             hole = next;
         }
     }
-    slots_[hole] = 0;
-    entry.in_use = false;
-    free_entries_.push_back(index);
+    entries_[hole].in_use = 0;
     --size_;
 }
 
 uint32_t FlowTable::expire(uint64_t now_ns, uint64_t idle_timeout_ns, uint32_t max_visits) {
-    // Only [0, high_water_) can hold flows: the scan wraps there instead of at capacity().
-    // With a few flows in a 65536-entry table the old scan streamed 64 never-used entries
-    // (64 cache lines from DRAM) per burst: 10% of the dataplane's cycles on net_null.
-    // measured (classifier_bench BM_HitPathAgeing_Burst, default table, 64 visits per burst):
-    // 1 flow 21.4 -> 27.8 Mpps, 4096 flows 21.6 -> 24.8 Mpps.
-    const uint32_t count = high_water_;
-    if (count == 0) return 0;
-    if (aging_cursor_ >= count) aging_cursor_ = 0;
+    if (size_ == 0) {
+        aging_cursor_ = 0;
+        return 0;
+    }
     uint32_t removed = 0;
-    for (uint32_t visit = 0; visit < max_visits && visit < count; ++visit) {
+    for (uint32_t visit = 0; visit < max_visits && size_ != 0; ++visit) {
         FlowEntry& entry = entries_[aging_cursor_];
-        aging_cursor_ = aging_cursor_ + 1 == count ? 0 : aging_cursor_ + 1;
         if (entry.in_use && now_ns >= entry.last_seen_ns &&
             now_ns - entry.last_seen_ns >= idle_timeout_ns) {
+            // Stay on this slot: erase() may have shifted a later flow into it.
             erase(entry);
             ++removed;
+            continue;
         }
+        aging_cursor_ = (aging_cursor_ + 1) & slot_mask_;
     }
+    if (size_ == 0) aging_cursor_ = 0;
     expired_count_ += removed;
     return removed;
 }
 
 void FlowTable::clear() {
-    std::fill(slots_.begin(), slots_.end(), 0);
-    const uint32_t count = capacity();
-    free_entries_.resize(count);  // within the reserved capacity: no allocation
-    for (uint32_t i = 0; i < count; ++i) {
-        entries_[i].in_use = false;
-        free_entries_[i] = count - 1 - i;
-    }
+    for (FlowEntry& entry : entries_) entry.in_use = 0;
     size_ = 0;
-    high_water_ = 0;
     aging_cursor_ = 0;
 }
 
-std::vector<FlowEntry> top_flows_by_bytes(const FlowTable& table, size_t n) {
-    std::vector<FlowEntry> flows;
+std::vector<FlowRecord> top_flows_by_bytes(const FlowTable& table, size_t n) {
+    std::vector<FlowRecord> flows;
     flows.reserve(table.size());
-    table.for_each([&](const FlowEntry& entry) { flows.push_back(entry); });
-    const auto larger = [](const FlowEntry& a, const FlowEntry& b) {
+    table.for_each([&](const FlowRecord& flow) { flows.push_back(flow); });
+    const auto larger = [](const FlowRecord& a, const FlowRecord& b) {
         return a.bytes != b.bytes ? a.bytes > b.bytes : a.packets > b.packets;
     };
     const size_t keep = std::min(n, flows.size());

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "classifier/flow_table.h"
 #include "control/yaml_fields.h"
 
 namespace twinlane::control {
@@ -1267,7 +1268,10 @@ void PolicyLoader::read_heuristics(const Field& field) {
         const MapFields elephant(*f, {"bytes", "window", "quiet", "class"}, errors_);
         ElephantPolicy policy;
         if (auto v = elephant.require("bytes")) {
-            policy.bytes = read_size_bytes(*v, 1, 1ULL << 40, errors_).value_or(0);
+            // Flow entries count window bytes in 32 bits (classifier/flow_table.h).
+            policy.bytes =
+                read_size_bytes(*v, 1, classifier::kMaxElephantThresholdBytes, errors_)
+                    .value_or(0);
         }
         if (auto v = elephant.require("window")) {
             policy.window_ns =

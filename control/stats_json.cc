@@ -117,29 +117,29 @@ json class_stats_json(const Policy& policy, const NodeCountersReader& read_node,
 json flows_top_json(const Policy& policy, std::span<const classifier::FlowTable* const> tables,
                     size_t count) {
     // A min-heap of the `count` largest keeps this O(flows log count) with bounded memory.
-    auto smaller_bytes = [](const classifier::FlowEntry* a, const classifier::FlowEntry* b) {
-        return a->bytes > b->bytes;
+    auto smaller_bytes = [](const classifier::FlowRecord& a, const classifier::FlowRecord& b) {
+        return a.bytes > b.bytes;
     };
-    std::vector<const classifier::FlowEntry*> heap;
+    std::vector<classifier::FlowRecord> heap;
     heap.reserve(std::min<size_t>(count, 4096));
     for (const classifier::FlowTable* table : tables) {
         if (table == nullptr || count == 0) continue;
-        table->for_each([&](const classifier::FlowEntry& entry) {
+        table->for_each([&](const classifier::FlowRecord& flow) {
             if (heap.size() < count) {
-                heap.push_back(&entry);
+                heap.push_back(flow);
                 std::push_heap(heap.begin(), heap.end(), smaller_bytes);
-            } else if (entry.bytes > heap.front()->bytes) {
+            } else if (flow.bytes > heap.front().bytes) {
                 std::pop_heap(heap.begin(), heap.end(), smaller_bytes);
-                heap.back() = &entry;
+                heap.back() = flow;
                 std::push_heap(heap.begin(), heap.end(), smaller_bytes);
             }
         });
     }
     std::sort_heap(heap.begin(), heap.end(), smaller_bytes);
     json out = json::array();
-    for (const classifier::FlowEntry* entry : heap) {
-        const classifier::PacketKey& key = entry->key;
-        const uint8_t class_id = entry->applied.class_id;
+    for (const classifier::FlowRecord& flow : heap) {
+        const classifier::PacketKey& key = flow.key;
+        const uint8_t class_id = flow.applied.class_id;
         json cls = class_id < policy.classes.size() ? json(policy.classes[class_id].name)
                                                     : json(class_id);
         out.push_back({{"src", address_text(key, true)},
@@ -149,10 +149,10 @@ json flows_top_json(const Policy& policy, std::span<const classifier::FlowTable*
                        {"dst_port", classifier::key_dst_port(key)},
                        {"ingress_port", classifier::key_ingress_port(key)},
                        {"class", std::move(cls)},
-                       {"job", entry->applied.job_id},
-                       {"packets", entry->packets},
-                       {"bytes", entry->bytes},
-                       {"last_seen_ns", entry->last_seen_ns}});
+                       {"job", flow.applied.job_id},
+                       {"packets", flow.packets},
+                       {"bytes", flow.bytes},
+                       {"last_seen_ns", flow.last_seen_ns}});
     }
     return out;
 }

@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <map>
+#include <random>
+
 #include "classifier/dscp_rewrite.h"
 #include "tests/classifier/packet_builder.h"
 
@@ -169,8 +174,8 @@ TEST(Classifier, FullFlowTableStillClassifiesAndCounts) {
     EXPECT_EQ(classifier.flows().size(), 8u);
     EXPECT_EQ(classifier.counters().flow_overflows, 12u);
     EXPECT_EQ(classifier.counters().flow_inserts, 8u);
-    // Ageing frees room: all idle past the timeout.
-    classifier.expire_flows(config.flow_idle_timeout_ns, 8);
+    // Ageing frees room: all idle past the timeout, in one pass over the slots.
+    classifier.expire_flows(config.flow_idle_timeout_ns, classifier.flows().slot_count() + 8);
     EXPECT_EQ(classifier.flows().size(), 0u);
     EXPECT_EQ(classifier.counters().flows_expired, 8u);
 }
@@ -186,8 +191,8 @@ TEST(Classifier, RoceQueuePairsAreSeparateFlows) {
     EXPECT_NE(a.flow_hash, b.flow_hash);
     EXPECT_EQ(classifier.flows().size(), 2u);
     uint64_t packets_of_qp100 = 0;
-    classifier.flows().for_each([&](const FlowEntry& entry) {
-        if (key_dest_qp(entry.key) == 100) packets_of_qp100 = entry.packets;
+    classifier.flows().for_each([&](const FlowRecord& flow) {
+        if (key_dest_qp(flow.key) == 100) packets_of_qp100 = flow.packets;
     });
     EXPECT_EQ(packets_of_qp100, 2u);
 }
@@ -335,6 +340,89 @@ TEST(Classifier, BurstEqualsSinglePacketPath) {
     }
 }
 
+// A nearly full small table (many flows off their home slot), IPv4 and IPv6 flows, fragments
+// in both orders and new flows repeated within a burst: classify_burst (home-slot hits
+// classified at once, the rest after batched probing) must give what one packet at a time does.
+TEST(Classifier, BurstEqualsSinglePacketPathInACrowdedTable) {
+    ClassifierConfig config = elephant_config();
+    config.flow_table_capacity = 64;  // 128 slots
+    Classifier single(config);
+    Classifier burst(config);
+    std::vector<std::vector<uint8_t>> frames;
+    for (uint16_t i = 0; i < 70; ++i) {  // + 1 flow of first fragments: 71 flows, 64 fit
+        if (i % 3 == 0) {
+            const uint8_t n = uint8_t(i);
+            frames.push_back(PacketBuilder().ethernet().ipv6({0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, n}, {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}, 17).udp(uint16_t(5000 + i), 8000).payload(100).build());
+        } else {
+            frames.push_back(tcp4(uint16_t(20000 + i), i % 2 ? 8000 : 22, 0, 100 + 30u * i, uint8_t(i % 5)));
+        }
+    }
+    // A later fragment before its first fragment, then another datagram in order.
+    frames.push_back(PacketBuilder().ethernet().ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 77, 14).payload(64).build());
+    frames.push_back(PacketBuilder().ethernet().ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 77, 0, true).udp(7, 8000).payload(100).build());
+    frames.push_back(PacketBuilder().ethernet().ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 78, 0, true).udp(7, 8000).payload(100).build());
+    frames.push_back(PacketBuilder().ethernet().ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 78, 14).payload(64).build());
+    std::vector<const uint8_t*> pointers;
+    std::vector<uint32_t> lengths;
+    std::mt19937 rng(11);
+    for (int i = 0; i < 400; ++i) {  // random order, flows repeated within bursts
+        const auto& frame = frames[rng() % frames.size()];
+        pointers.push_back(frame.data());
+        lengths.push_back(uint32_t(frame.size()));
+    }
+    std::vector<Result> out(pointers.size());
+    for (uint64_t round = 0; round < 4; ++round) {
+        const uint64_t now = round * 3 * kMs;
+        for (size_t first = 0; first < pointers.size(); first += 32) {
+            const uint32_t n = uint32_t(std::min<size_t>(32, pointers.size() - first));
+            burst.classify_burst(&pointers[first], &lengths[first], n, 1, now, &out[first]);
+            for (size_t i = first; i < first + n; ++i) {
+                const Result expected = single.classify(pointers[i], lengths[i], 1, now);
+                ASSERT_EQ(out[i].class_id, expected.class_id) << round << " " << i;
+                ASSERT_EQ(out[i].source, expected.source) << round << " " << i;
+                ASSERT_EQ(out[i].flow_hash, expected.flow_hash) << round << " " << i;
+                ASSERT_EQ(out[i].job_id, expected.job_id) << round << " " << i;
+            }
+        }
+    }
+    EXPECT_EQ(burst.counters().flow_inserts, single.counters().flow_inserts);
+    EXPECT_EQ(burst.counters().flow_overflows, single.counters().flow_overflows);
+    EXPECT_EQ(burst.counters().fragments_followed, single.counters().fragments_followed);
+    EXPECT_EQ(burst.counters().elephants_detected, single.counters().elephants_detected);
+    EXPECT_EQ(burst.flows().size(), single.flows().size());
+    std::map<std::array<uint64_t, 6>, std::pair<uint64_t, uint64_t>> single_flows;
+    single.flows().for_each([&](const FlowRecord& flow) {
+        single_flows[flow.key.words] = {flow.packets, flow.bytes};
+    });
+    uint32_t compared = 0;
+    burst.flows().for_each([&](const FlowRecord& flow) {
+        const auto it = single_flows.find(flow.key.words);
+        ASSERT_NE(it, single_flows.end());
+        EXPECT_EQ(it->second.first, flow.packets);
+        EXPECT_EQ(it->second.second, flow.bytes);
+        ++compared;
+    });
+    EXPECT_EQ(compared, 64u);  // the table filled up: the rest overflowed
+    EXPECT_GT(burst.counters().flow_overflows, 0u);
+}
+
+// Elephant windows are aligned to multiples of the window length: a flow's count restarts in
+// each window, so bytes split across a boundary are not summed, and a flow over the rate for a
+// whole window is caught in it.
+TEST(Classifier, ElephantWindowsAreAligned) {
+    Classifier classifier(elephant_config());  // 10 kB within 10 ms windows
+    const auto big = tcp4(40000, 8000, 0, 1400);  // 1454-byte frames
+    // 5 frames late in window 0 and 3 early in window 1: 11.6 kB within 1 ms, never 10 kB in
+    // one window.
+    uint64_t now = 9'500'000;
+    for (int i = 0; i < 8; ++i, now += 100'000) run(classifier, big, now);
+    EXPECT_EQ(classifier.counters().elephants_detected, 0u);
+    // 7 frames within window 2: detected.
+    now = 20'000'000;
+    for (int i = 0; i < 7; ++i, now += 100'000) run(classifier, big, now);
+    EXPECT_EQ(classifier.counters().elephants_detected, 1u);
+}
+
 TEST(Classifier, VlanAndIngressPortRules) {
     ClassifierConfig config = ClassifierConfig::defaults();
     Rule rule;
@@ -375,6 +463,11 @@ TEST(Classifier, ConfigValidationNamesEachField) {
     c.elephant_threshold_bytes = 0;  // without elephants, no flow table is fine
     EXPECT_EQ(first_error(c), "");
     c = ClassifierConfig::defaults();
+    c.elephant_threshold_bytes = kMaxElephantThresholdBytes + 1;  // window counts are 32-bit
+    EXPECT_TRUE(starts_with(first_error(c), "elephant_threshold_bytes")) << first_error(c);
+    c.elephant_threshold_bytes = kMaxElephantThresholdBytes;
+    EXPECT_EQ(first_error(c), "");
+    c = ClassifierConfig::defaults();
     c.max_vlan_depth = 9;
     EXPECT_TRUE(starts_with(first_error(c), "max_vlan_depth")) << first_error(c);
     c = ClassifierConfig::defaults();
@@ -403,10 +496,12 @@ TEST(Classifier, AgeingRunsBoundedInsideBursts) {
     std::vector<Result> out(64);
     classifier.classify_burst(pointers.data(), lengths.data(), 64, 0, 0, out.data());
     EXPECT_EQ(classifier.flows().size(), 64u);
-    // One packet of one flow, 20 ms later: each burst may age at most 16 entries.
+    // One packet of one flow, 20 ms later: each burst visits at most 16 slots.
     classifier.classify_burst(pointers.data(), lengths.data(), 1, 0, 20 * kMs, out.data());
     EXPECT_GE(classifier.flows().size(), 64u - 16u);
-    for (int burst = 0; burst < 20; ++burst) {
+    // One sweep: every slot, and each removal visits its slot once more.
+    const uint32_t sweep_bursts = (classifier.flows().slot_count() + 63 + 15) / 16;
+    for (uint32_t burst = 0; burst < sweep_bursts; ++burst) {
         classifier.classify_burst(pointers.data(), lengths.data(), 1, 0, 20 * kMs, out.data());
     }
     EXPECT_EQ(classifier.flows().size(), 1u);  // only the flow still sending

@@ -462,6 +462,15 @@ TEST(PolicyErrors, ElephantQuietShorterThanReclassGap) {
     expect_error(result, "classifier.heuristics.elephant.quiet", 15, 47, "at least reclass_gap");
 }
 
+// Flow entries count an elephant window's bytes in 32 bits.
+TEST(PolicyErrors, ElephantBytesAboveFourGiB) {
+    const PolicyResult result = base_with(
+        "classifier:\n"
+        "  heuristics:\n"
+        "    elephant: {bytes: 5GiB, window: 1s, quiet: 1s, class: bulk}\n");
+    expect_error(result, "classifier.heuristics.elephant.bytes", 15, 23, "must be");
+}
+
 TEST(PolicyErrors, ServingPortZero) {
     const PolicyResult result = base_with(
         "classifier:\n"
