@@ -24,13 +24,13 @@ uint32_t histogram_bucket(uint64_t sojourn_ns) {
 // Adapts one flow queue of a leaf to codel_dequeue's Queue interface (see codel.h).
 class Scheduler::CodelQueue {
 public:
-    CodelQueue(Scheduler& scheduler, Leaf& leaf, uint32_t flow, DropSink& sink)
-        : scheduler_(scheduler), leaf_(leaf), flow_(flow), sink_(sink) {}
+    CodelQueue(Scheduler& scheduler, Leaf& leaf, uint32_t flow, DropSink& sink, Departures& taken)
+        : scheduler_(scheduler), leaf_(leaf), flow_(flow), sink_(sink), taken_(taken) {}
 
-    bool pop(Packet& out) { return scheduler_.pop_flow(leaf_, flow_, out); }
+    bool pop(Packet& out) { return scheduler_.pop_flow(flow_, out, taken_); }
     uint64_t backlog_bytes() const { return scheduler_.flows_[flow_].bytes; }
     bool mark(const Packet& packet) { return mark_ce(packet); }
-    // pop() already took the packet off the leaf's counts. CoDel always delivers the last
+    // pop() already took the packet off the leaf (in `taken`). CoDel always delivers the last
     // packet of a flow, so a drop never empties the leaf: no walk up the tree here.
     bool drop(const Packet& packet) {
         if (sink_.count == sink_.capacity) return false;
@@ -46,6 +46,7 @@ private:
     Leaf& leaf_;
     uint32_t flow_;
     DropSink& sink_;
+    Departures& taken_;
 };
 
 // The same interface over a copy of one flow's queue position: dequeue_burst's look-ahead runs
@@ -196,12 +197,9 @@ void Scheduler::reset_queues() {
 
 // The free slots are a stack indexed by the free count, not a list linked through next_slot_:
 // taking a slot then needs no load of the previous one's link (a dependent load per packet).
+// Slots are released by pop_flow and settle_departures.
 [[gnu::always_inline]] inline uint32_t Scheduler::allocate_slot() {
     return free_slots_[--pool_free_count_];
-}
-
-[[gnu::always_inline]] inline void Scheduler::release_slot(uint32_t slot) {
-    free_slots_[pool_free_count_++] = slot;
 }
 
 [[gnu::always_inline]] inline void Scheduler::push_flow_list(Leaf& leaf, FlowList list,
@@ -256,8 +254,18 @@ void Scheduler::reset_queues() {
     if (leaf.packets++ == 0) activate(leaf.node);
 }
 
-[[gnu::always_inline]] inline bool Scheduler::pop_flow(Leaf& leaf, uint32_t flow_index,
-                                                      Packet& out) {
+// Packets a run of dequeue_burst took off one leaf's flow queues and has not yet taken off the
+// leaf's depth, the tree's count and the pool's free count; their slots are already on the
+// free stack above its top. settle_departures applies them once per run instead of per packet
+// (sched_bench twinlane_burst, 65536 flows: 64 B 27.4-28.1 -> 29.7-30.1 M packets/s, mixed
+// 22.6-22.8 -> 23.8-24.7; 1 and 1024 flows unchanged).
+struct Scheduler::Departures {
+    uint32_t packets = 0;
+    uint64_t bytes = 0;
+};
+
+[[gnu::always_inline]] inline bool Scheduler::pop_flow(uint32_t flow_index, Packet& out,
+                                                      Departures& taken) {
     Flow& flow = flows_[flow_index];
     const uint32_t slot = flow.head;
     if (slot == kInvalid) return false;
@@ -266,11 +274,18 @@ void Scheduler::reset_queues() {
     if (flow.head == kInvalid) flow.tail = kInvalid;
     --flow.packets;
     flow.bytes -= out.length_bytes;
-    --leaf.packets;
-    leaf.bytes -= out.length_bytes;
-    --queued_packets_;
-    release_slot(slot);
+    free_slots_[pool_free_count_ + taken.packets] = slot;
+    ++taken.packets;
+    taken.bytes += out.length_bytes;
     return true;
+}
+
+[[gnu::always_inline]] inline void Scheduler::settle_departures(Leaf& leaf, Departures& taken) {
+    leaf.packets -= taken.packets;
+    leaf.bytes -= taken.bytes;
+    queued_packets_ -= taken.packets;
+    pool_free_count_ += taken.packets;
+    taken = Departures{};
 }
 
 // ---- tree bookkeeping ---------------------------------------------------------------------
@@ -603,9 +618,9 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
 
 [[gnu::always_inline]] inline bool Scheduler::dequeue_flow(Leaf& leaf, uint32_t flow,
                                                           uint64_t now_ns, Packet& out,
-                                                          DropSink& sink) {
-    if (!leaf.codel.enabled) return pop_flow(leaf, flow, out);
-    CodelQueue queue(*this, leaf, flow, sink);
+                                                          DropSink& sink, Departures& taken) {
+    if (!leaf.codel.enabled) return pop_flow(flow, out, taken);
+    CodelQueue queue(*this, leaf, flow, sink, taken);
     const CodelVerdict verdict = codel_dequeue(codel_states_[flow], leaf.codel, queue, now_ns, out);
     if (verdict.marked) ++leaf.counters.ecn_marked_codel;
     return verdict.has_packet;
@@ -613,8 +628,8 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
 
 // fq_codel's flow choice: fresh (sparse) flows first, DRR by deficit across flows.
 [[gnu::always_inline]] inline bool Scheduler::dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out,
-                                                          DropSink& sink) {
-    if (leaf.flow_mask == 0) return dequeue_flow(leaf, leaf.first_flow, now_ns, out, sink);
+                                                          DropSink& sink, Departures& taken) {
+    if (leaf.flow_mask == 0) return dequeue_flow(leaf, leaf.first_flow, now_ns, out, sink, taken);
     for (;;) {
         const bool from_fresh = leaf.fresh_head != kInvalid;
         const FlowList list = from_fresh ? FlowList::fresh : FlowList::old;
@@ -627,7 +642,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
             push_flow_list(leaf, FlowList::old, flow_index);
             continue;
         }
-        if (!dequeue_flow(leaf, flow_index, now_ns, out, sink)) {
+        if (!dequeue_flow(leaf, flow_index, now_ns, out, sink, taken)) {
             pop_flow_list(leaf, list);
             // An emptied fresh flow waits in the old list so that it cannot regain priority
             // immediately by sending one packet at a time (fq_codel's anti-starvation rule).
@@ -720,14 +735,15 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         uint64_t allowance = 0;
         bool budget_spent = false;
         DepartureTally tally;
+        Departures taken;
         for (;;) {
             Packet& packet = out[sent];
-            if (!dequeue_leaf(leaf, now_ns, packet, sink)) break;
+            if (!dequeue_leaf(leaf, now_ns, packet, sink, taken)) break;
             tally.add(leaf.counters, now_ns - packet.arrival_ns);
             run_bytes += packet.length_bytes;
             charged += wire(packet.length_bytes);
             ++sent;
-            if (sent == max_packets || leaf.packets == 0) break;
+            if (sent == max_packets || leaf.packets == taken.packets) break;
             if (sent - run_start == 1) allowance = path_allowance_bytes(leaf_node);
             if (run_bytes > allowance) break;
             if (max_bytes - charged < max_wire && !next_fits(leaf, max_bytes - charged)) {
@@ -743,6 +759,7 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
             tally.flush(counters);
             charge_path(leaf_node, run_bytes);
         }
+        settle_departures(leaf, taken);
         if (leaf.packets == 0) deactivate(leaf_node);
         if (budget_spent) break;
     }

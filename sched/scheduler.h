@@ -183,9 +183,10 @@ private:
     void configure_params(const TreeSpec& spec);
 
     uint32_t allocate_slot();
-    void release_slot(uint32_t slot);
     void insert(Leaf& leaf, const Packet& packet, uint64_t arrival_ns);
-    bool pop_flow(Leaf& leaf, uint32_t flow, Packet& out);
+    struct Departures;
+    bool pop_flow(uint32_t flow, Packet& out, Departures& taken);
+    void settle_departures(Leaf& leaf, Departures& taken);
     void push_flow_list(Leaf& leaf, FlowList list, uint32_t flow);
     uint32_t pop_flow_list(Leaf& leaf, FlowList list);
     void rotate_active(Node& parent);
@@ -196,8 +197,10 @@ private:
     bool peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_room, uint32_t& length);
     uint64_t path_allowance_bytes(uint32_t leaf_node) const;
     void charge_path(uint32_t leaf_node, uint64_t bytes);
-    bool dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink& sink);
-    bool dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out, DropSink& sink);
+    bool dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink& sink,
+                      Departures& taken);
+    bool dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out, DropSink& sink,
+                      Departures& taken);
     void deactivate(uint32_t leaf_node);
     void activate(uint32_t node);
     uint64_t eligible_time(uint32_t node, uint64_t now_ns);
