@@ -434,7 +434,7 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
         uint32_t admitted = 0;
         for (EgressTask* e : ctx.egress) {
             apply_pending_update(*e);
-            admitted += admit_lanes(*e, c, shared, shared.clock.ns(admit_tsc));
+            if (e->ring_fed) admitted += admit_lanes(*e, c, shared, shared.clock.ns(admit_tsc));
         }
         const uint64_t tx_tsc = rte_rdtsc();
         if (admitted != 0) {

@@ -79,6 +79,9 @@ struct EgressTask {
     uint16_t policy_port = 0;
     std::vector<rte_ring*> lanes;     // by class id (the lane ring owner frees them)
     std::vector<uint8_t> lane_order;  // class ids, highest scheduling priority first
+    // False when every RX queue forwarding here runs on the owning lcore (run to completion):
+    // the loop then does not poll the lanes, which stay empty.
+    bool ring_fed = true;
     std::unique_ptr<sched::Scheduler> scheduler;
     control::CompiledEgress mapping;  // class/job -> leaf
     TxPacer pacer{1, 1};

@@ -291,6 +291,12 @@ bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error) {
         }
         p.lcores.push_back(std::move(ctx));
     }
+    for (const std::unique_ptr<EgressTask>& e : p.egress) {
+        e->ring_fed = false;
+        for (const std::unique_ptr<LcoreContext>& ctx : p.lcores)
+            for (const RxTask& task : ctx->rx)
+                if (task.lanes == e->lanes && task.local_egress != e.get()) e->ring_fed = true;
+    }
     return true;
 }
 
