@@ -11,10 +11,17 @@
 namespace twinlane::classifier {
 namespace {
 
+// Flow n: IPv4, or (every third) IPv6, whose addresses live in the cold state.
 PacketKey key_for(uint32_t n) {
     KeyFields f;
-    f.ip_version = 4;
-    f.src_address = {10, uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
+    if (n % 3 == 2) {
+        f.ip_version = 6;
+        f.src_address = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0,
+                         0, 0, 0, 0, 0, uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
+    } else {
+        f.ip_version = 4;
+        f.src_address = {10, uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
+    }
     f.dst_port = uint16_t(n * 7);
     return make_key(f);
 }
@@ -31,6 +38,7 @@ TEST(FlowTable, MatchesReferenceMapUnderRandomOperations) {
         ASSERT_EQ(entry != nullptr, reference.count(n) == 1) << step;
         if (entry != nullptr) {
             ASSERT_EQ(entry->packets, reference[n]);
+            ASSERT_EQ(table.key_of(*entry), key);
             if (rng() % 3 == 0) {
                 table.erase(*entry);
                 reference.erase(n);
@@ -51,6 +59,46 @@ TEST(FlowTable, MatchesReferenceMapUnderRandomOperations) {
         ASSERT_EQ(table.size(), reference.size());
     }
     EXPECT_GT(table.overflow_count(), 0u);
+}
+
+// Incremental ageing interleaved with lookups, inserts and erases: it removes only flows idle
+// for the timeout, and every other flow stays reachable (removals shift later flows back).
+TEST(FlowTable, AgeingRemovesOnlyIdleFlowsUnderRandomOperations) {
+    constexpr uint64_t kTimeout = 300;
+    FlowTable table(256);
+    std::map<uint32_t, uint64_t> last_seen;  // flow number → last step it was seen
+    std::mt19937 rng(5);
+    uint64_t removed = 0;
+    for (uint64_t step = 1; step < 100000; ++step) {
+        const uint32_t n = rng() % (step % 5000 < 2500 ? 200 : 400);  // phases of churn
+        const PacketKey key = key_for(n);
+        FlowEntry* entry = table.find(key, hash_key(key));
+        ASSERT_EQ(entry != nullptr, last_seen.count(n) == 1) << step;
+        if (entry == nullptr) entry = table.insert(key, hash_key(key));
+        if (entry != nullptr) {
+            if (rng() % 50 == 0) {
+                table.erase(*entry);
+                last_seen.erase(n);
+            } else {
+                entry->last_seen_ns = step;
+                last_seen[n] = step;
+            }
+        }
+        if (step % 7 == 0) {
+            removed += table.expire(step, kTimeout, 16);
+            for (auto it = last_seen.begin(); it != last_seen.end();) {
+                const PacketKey flow = key_for(it->first);
+                const bool present = table.find(flow, hash_key(flow)) != nullptr;
+                if (step - it->second < kTimeout) {
+                    ASSERT_TRUE(present) << step << " " << it->first;
+                }
+                it = present ? std::next(it) : last_seen.erase(it);
+            }
+            ASSERT_EQ(table.size(), last_seen.size());
+        }
+    }
+    EXPECT_EQ(table.expired_count(), removed);
+    EXPECT_GT(removed, 1000u);
 }
 
 TEST(FlowTable, FullTableCountsOverflowAndRecoversAfterErase) {
