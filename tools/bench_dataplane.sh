@@ -130,8 +130,10 @@ testpmd_mpps() {  # testpmd_mpps INPUT SIZE: io forwarding on lcore 1 (lcore 0 r
 # null 64 B), so the old numbers understated twinlane. The monitor thread sleeps either way.
 twinlane_run() {  # twinlane_run INPUT SIZE: writes the JSON report
     policy "$1" "$2"
+    # --no-control: a daemon (or another bench) holding the policy's default control socket
+    # must not make the run fail.
     timeout $((seconds + 30)) "$twinlane" --log-level warn run --json --duration "$seconds" \
-        -c "$work/policy.yaml" -- "${eal[@]}" -l 1 >"$work/twinlane.json"
+        --no-control -c "$work/policy.yaml" -- "${eal[@]}" -l 1 >"$work/twinlane.json"
 }
 
 printf "%-14s %14s %14s %8s   %s\n" "input, frame" "testpmd Mpps" "twinlane Mpps" "ratio" \
