@@ -5,6 +5,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <pcap/pcap.h>
+#include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <spdlog/spdlog.h>
@@ -656,6 +657,15 @@ int run_with_policy(const PolicyRunOptions& options) {
             }
         }
         if (main_context != nullptr) run_lcore(*main_context, p.shared);
+        // Sleep, not spin, while the workers run: rte_eal_mp_wait_lcore busy-waits, and a main
+        // lcore without a role (e.g. `-l 0-1` with one forwarding lcore) then took a CPU the
+        // machine may not have to spare (2 vCPUs: the forwarding lcore ran at half its rate).
+        unsigned worker = 0;
+        RTE_LCORE_FOREACH_WORKER(worker) {
+            while (rte_eal_get_lcore_state(worker) == RUNNING) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+        }
         rte_eal_mp_wait_lcore();
         request_stop();  // ends the monitor's idle/duration checks too
     }

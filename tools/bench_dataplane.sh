@@ -124,10 +124,9 @@ testpmd_mpps() {  # testpmd_mpps INPUT SIZE: io forwarding on lcore 1 (lcore 0 r
 }
 
 # twinlane: the whole pipeline on lcore 1, which is also the main lcore (`-l 1`), so that, as
-# with testpmd (whose main lcore sleeps reading commands), exactly one lcore busy-polls. With
-# `-l 0-1` the main lcore 0 busy-waits in rte_eal_wait_lcore for the run; on a 2-vCPU VM that
-# spinning halved the forwarding lcore's rate (measured side by side: 4.0-5.8 vs 8.8-9.1 Mpps,
-# null 64 B), so the old numbers understated twinlane. The monitor thread sleeps either way.
+# with testpmd (whose main lcore sleeps reading commands), exactly one lcore runs. (A main lcore
+# without a role now sleeps while the workers run; it used to busy-wait, which on a 2-vCPU VM
+# halved the forwarding lcore's rate.) The monitor thread sleeps either way.
 twinlane_run() {  # twinlane_run INPUT SIZE: writes the JSON report
     policy "$1" "$2"
     # --no-control: a daemon (or another bench) holding the policy's default control socket
