@@ -227,28 +227,61 @@ void Scheduler::reset_queues() {
     return flow;
 }
 
+// Tail of the flow queue packets are being appended to, with the packets and bytes appended
+// so far; written to the Flow when the flow changes or the run ends.
+struct Scheduler::FlowAppend {
+    uint32_t flow = kInvalid;
+    uint32_t tail = kInvalid;
+    uint32_t packets = 0;
+    uint64_t bytes = 0;
+
+    void flush(std::vector<Flow>& flows) const {
+        if (flow == kInvalid) return;
+        Flow& f = flows[flow];
+        f.tail = tail;
+        f.packets += packets;
+        f.bytes += bytes;
+    }
+};
+
 // Hot-path helpers below are forced inline: measured (callgrind, sched_cost fq64) as calls
 // they cost about 20 instructions/packet each way in register saves and argument moves.
+//
+// Links `slot` (length `length`, next_slot_ already kInvalid) at the tail of its flow in
+// `leaf`, through `append`: switching to another flow writes the previous one's appends back
+// and puts an idle flow on the leaf's list.
+[[gnu::always_inline]] inline void Scheduler::append_to_flow(Leaf& leaf, uint32_t flow_index,
+                                                             uint32_t slot, uint32_t length,
+                                                             FlowAppend& append) {
+    if (flow_index != append.flow) {
+        append.flush(flows_);
+        Flow& flow = flows_[flow_index];
+        append = FlowAppend{flow_index, flow.tail, 0, 0};
+        if (leaf.flow_mask != 0 && flow.list == FlowList::none) {
+            flow.deficit_bytes = static_cast<int32_t>(max_packet_bytes_);
+            push_flow_list(leaf, leaf.sparse_first ? FlowList::fresh : FlowList::old, flow_index);
+        }
+    }
+    if (append.tail == kInvalid) {
+        flows_[flow_index].head = slot;
+    } else {
+        next_slot_[append.tail] = slot;
+    }
+    append.tail = slot;
+    ++append.packets;
+    append.bytes += length;
+}
+
 [[gnu::always_inline]] inline void Scheduler::insert(Leaf& leaf, const Packet& packet,
                                                      uint64_t arrival_ns) {
     const uint32_t slot = allocate_slot();
     slots_[slot] = packet;
     slots_[slot].arrival_ns = arrival_ns;
     next_slot_[slot] = kInvalid;
-    const uint32_t flow_index = leaf.first_flow + (packet.flow_hash & leaf.flow_mask);
-    Flow& flow = flows_[flow_index];
-    if (flow.tail == kInvalid) {
-        flow.head = slot;
-    } else {
-        next_slot_[flow.tail] = slot;
-    }
-    flow.tail = slot;
-    ++flow.packets;
-    flow.bytes += packet.length_bytes;
-    if (leaf.flow_mask != 0 && flow.list == FlowList::none) {
-        flow.deficit_bytes = static_cast<int32_t>(max_packet_bytes_);
-        push_flow_list(leaf, leaf.sparse_first ? FlowList::fresh : FlowList::old, flow_index);
-    }
+    FlowAppend append;
+    append_to_flow(leaf, leaf.first_flow + (packet.flow_hash & leaf.flow_mask), slot,
+                   packet.length_bytes, append);
+    append.flush(flows_);
     leaf.bytes += packet.length_bytes;
     ++queued_packets_;
     if (leaf.packets++ == 0) activate(leaf.node);
@@ -497,23 +530,6 @@ bool Scheduler::peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_ro
 
 // ---- hot path -----------------------------------------------------------------------------
 
-// Tail of the flow queue packets are being appended to, with the packets and bytes appended
-// so far; written to the Flow when the flow changes or the run ends.
-struct Scheduler::FlowAppend {
-    uint32_t flow = kInvalid;
-    uint32_t tail = kInvalid;
-    uint32_t packets = 0;
-    uint64_t bytes = 0;
-
-    void flush(std::vector<Flow>& flows) const {
-        if (flow == kInvalid) return;
-        Flow& f = flows[flow];
-        f.tail = tail;
-        f.packets += packets;
-        f.bytes += bytes;
-    }
-};
-
 // Packets come in runs for one leaf (a lane's burst usually is one run). During a run the
 // leaf's depth, the pool's free count and the flow tail being appended to live in registers
 // and are written back once: updated in memory per packet, each was a store-to-load chain
@@ -576,25 +592,8 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
                     slots_[slot] = packet;
                     slots_[slot].arrival_ns = now_ns;
                     next_slot_[slot] = kInvalid;
-                    const uint32_t flow_index = leaf.first_flow + (packet.flow_hash & leaf.flow_mask);
-                    if (flow_index != append.flow) {
-                        append.flush(flows_);
-                        Flow& flow = flows_[flow_index];
-                        append = FlowAppend{flow_index, flow.tail, 0, 0};
-                        if (leaf.flow_mask != 0 && flow.list == FlowList::none) {
-                            flow.deficit_bytes = static_cast<int32_t>(max_packet_bytes_);
-                            push_flow_list(leaf, leaf.sparse_first ? FlowList::fresh : FlowList::old,
-                                           flow_index);
-                        }
-                    }
-                    if (append.tail == kInvalid) {
-                        flows_[flow_index].head = slot;
-                    } else {
-                        next_slot_[append.tail] = slot;
-                    }
-                    append.tail = slot;
-                    ++append.packets;
-                    append.bytes += length;
+                    append_to_flow(leaf, leaf.first_flow + (packet.flow_hash & leaf.flow_mask),
+                                   slot, length, append);
                     depth_bytes += length;
                     if (depth++ == 0) activate(leaf.node);
                     ++run_in;

@@ -183,7 +183,10 @@ private:
     void configure_params(const TreeSpec& spec);
 
     uint32_t allocate_slot();
+    struct FlowAppend;
     void insert(Leaf& leaf, const Packet& packet, uint64_t arrival_ns);
+    void append_to_flow(Leaf& leaf, uint32_t flow_index, uint32_t slot, uint32_t length,
+                        FlowAppend& append);
     struct Departures;
     bool pop_flow(uint32_t flow, Packet& out, Departures& taken);
     void settle_departures(Leaf& leaf, Departures& taken);
@@ -205,7 +208,6 @@ private:
     void activate(uint32_t node);
     uint64_t eligible_time(uint32_t node, uint64_t now_ns);
     struct DepartureTally;
-    struct FlowAppend;
     void reset_queues();
 
     TreeSpec spec_;
