@@ -98,12 +98,6 @@ uint32_t FlowTable::expire(uint64_t now_ns, uint64_t idle_timeout_ns, uint32_t m
     return removed;
 }
 
-void FlowTable::clear() {
-    for (FlowEntry& entry : entries_) entry.in_use = 0;
-    size_ = 0;
-    aging_cursor_ = 0;
-}
-
 std::vector<FlowRecord> top_flows_by_bytes(const FlowTable& table, size_t n) {
     std::vector<FlowRecord> flows;
     flows.reserve(table.size());

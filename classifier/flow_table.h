@@ -185,8 +185,6 @@ public:
     // Returns how many were removed.
     uint32_t expire(uint64_t now_ns, uint64_t idle_timeout_ns, uint32_t max_visits);
 
-    void clear();
-
     // True when the next expire() call starts a new sweep of the table from its first slot.
     bool at_sweep_start() const { return aging_cursor_ == 0; }
 
