@@ -172,6 +172,13 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns)
             }
             return;
         }
+        // Not splittable (non-IP, fragment, damaged length, ...): no port could send it. Drop
+        // it here, so that every discipline (fifo and rte_sched have no frame limit of their
+        // own) faces the same packets.
+        const ReplayReport::Ticket ticket =
+            report_.on_arrival(r.class_id, record.wire_length, arrival_ns, r.flow_hash, r.job_id);
+        report_.on_drop(r.class_id, "oversize", arrival_ns, ticket);
+        return;
     }
     const uint32_t slot_id = take_slot();
     if (options_.keep_payload) frames_[slot_id].assign(frame, frame + captured);

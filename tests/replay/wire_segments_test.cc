@@ -10,6 +10,7 @@
 #include "classifier/dscp_rewrite.h"
 #include "control/compile.h"
 #include "control/policy.h"
+#include "replay/fifo_discipline.h"
 #include "replay/scheduler_discipline.h"
 #include "replay/replay_engine.h"
 #include "tests/classifier/packet_builder.h"
@@ -201,6 +202,55 @@ TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
     EXPECT_LE(report.latency(0).max_us, bound_us);
     EXPECT_GT(double(link.transmit_ns(uint32_t(gro.size()))) / 1e3, 5 * bound_us)
         << "the test means something: the whole record would take much longer";
+}
+
+// A record above the largest frame that TSO would not split (here non-IP) is dropped as
+// oversize by the engine, whatever the discipline: FIFO (no frame limit of its own) used to
+// send it whole, so the comparison against twinlane ran on different packets.
+TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
+    auto loaded = control::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
+    ASSERT_TRUE(loaded.ok());
+    const control::CompiledPolicy compiled = control::compile_policy(*loaded.policy);
+    const control::CompiledEgress& egress = compiled.egress.at(0);
+    const uint64_t rate = 10'000'000'000ULL;
+    ReplayOptions options;
+    options.link_rate_bps = rate;
+    options.max_frame_bytes = egress.tree.max_packet_bytes;
+
+    std::vector<uint8_t> non_ip(64, 0);
+    non_ip[12] = 0x88;  // EtherType 0x88B5, local experimental
+    non_ip[13] = 0xB5;
+    const auto small = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
+                           .udp(40000, 5201).payload(100).build();
+    auto replay = [&](auto& discipline) {
+        classifier::Classifier classifier(compiled.classifier);
+        ReplayReport report("d", rate, compiled.classifier.class_names, 1, 1'000'000);
+        BasicReplayEngine<Discipline> engine(options, classifier, discipline, report, nullptr);
+        PcapRecord record;
+        record.timestamp_ns = 1'000;
+        record.wire_length = options.max_frame_bytes + 1;  // snapped capture of a longer frame
+        record.captured = non_ip;
+        engine.offer(record);
+        record.timestamp_ns = 2'000;
+        record.wire_length = uint32_t(small.size());
+        record.captured = small;
+        engine.offer(record);
+        engine.finish();
+        EXPECT_EQ(report.rx_packets(), 2u);
+        EXPECT_EQ(report.tx_packets(), 1u);
+        EXPECT_EQ(report.dropped_packets(), 1u);
+        const nlohmann::json dropped = report.to_json()["totals"]["dropped"];
+        EXPECT_EQ(dropped, nlohmann::json({{"oversize", 1}})) << dropped.dump();
+        EXPECT_EQ(report.split_records(), 0u);
+    };
+    FifoDiscipline fifo(1024, 1 << 20);
+    replay(fifo);
+    auto built = sched::Scheduler::build(egress.tree);
+    ASSERT_TRUE(built.scheduler);
+    SchedulerDiscipline scheduled(
+        std::move(built.scheduler),
+        [&egress](uint8_t class_id, uint32_t job_id) { return egress.leaf_for(class_id, job_id); });
+    replay(scheduled);
 }
 
 }  // namespace
