@@ -56,7 +56,7 @@ ReplayReport::ReplayReport(std::string discipline, uint64_t link_rate_bps,
     }
 }
 
-double ReplayReport::Group::jain() const {
+std::optional<double> ReplayReport::Group::jain() const {
     double sum = 0, sum_sq = 0;
     size_t n = 0;
     for (const auto& [key, m] : members) {
@@ -67,7 +67,8 @@ double ReplayReport::Group::jain() const {
         sum_sq += score * score;
         ++n;
     }
-    return n == 0 || sum_sq == 0 ? 0 : sum * sum / (static_cast<double>(n) * sum_sq);
+    if (n == 0) return std::nullopt;
+    return sum_sq == 0 ? 0 : sum * sum / (static_cast<double>(n) * sum_sq);
 }
 
 void ReplayReport::on_drop(uint8_t class_id, const char* reason, uint64_t now_ns,
@@ -132,8 +133,20 @@ double ReplayReport::backlogged_share_of_left_capacity(size_t class_id) const {
     return static_cast<double>(c.backlogged_wire_bytes) / left;
 }
 
-double ReplayReport::jain_flows() const { return bulk_flows_.jain(); }
-double ReplayReport::jain_jobs() const { return bulk_jobs_.jain(); }
+std::optional<double> ReplayReport::jain_flows() const { return bulk_flows_.jain(); }
+std::optional<double> ReplayReport::jain_jobs() const { return bulk_jobs_.jain(); }
+
+namespace {
+nlohmann::json json_or_null(std::optional<double> v) {
+    return v ? nlohmann::json(round3(*v)) : nlohmann::json(nullptr);
+}
+std::string text_or_na(std::optional<double> v) {
+    char text[16];
+    if (!v) return "n/a";
+    std::snprintf(text, sizeof text, "%.3f", *v);
+    return text;
+}
+}  // namespace
 
 nlohmann::json ReplayReport::to_json() const {
     using nlohmann::json;
@@ -199,8 +212,8 @@ nlohmann::json ReplayReport::to_json() const {
         {"classes", classes},
         {"fairness",
          {{"class", classes_.at(bulk_class_).name},
-          {"jain_flows", round3(jain_flows())},
-          {"jain_jobs", round3(jain_jobs())},
+          {"jain_flows", json_or_null(jain_flows())},
+          {"jain_jobs", json_or_null(jain_jobs())},
           {"flows", bulk_flows_.members.size()},
           {"jobs", bulk_jobs_.members.size()}}},
     };
@@ -246,9 +259,10 @@ std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
             out += line;
         }
         std::snprintf(line, sizeof line,
-                      "%-10s %-10s jain(flows) %.3f  jain(jobs) %.3f  rx %llu = tx %llu + dropped "
+                      "%-10s %-10s jain(flows) %s  jain(jobs) %s  rx %llu = tx %llu + dropped "
                       "%llu + queued %llu\n",
-                      r->discipline().c_str(), "fairness", r->jain_flows(), r->jain_jobs(),
+                      r->discipline().c_str(), "fairness", text_or_na(r->jain_flows()).c_str(),
+                      text_or_na(r->jain_jobs()).c_str(),
                       static_cast<unsigned long long>(r->rx_packets()),
                       static_cast<unsigned long long>(r->tx_packets()),
                       static_cast<unsigned long long>(r->dropped_packets()),

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -140,8 +141,10 @@ public:
     // it up to rounding).
     double backlogged_throughput_bps(size_t class_id) const;
     double backlogged_share_of_left_capacity(size_t class_id) const;
-    double jain_flows() const;
-    double jain_jobs() const;
+    // Empty when no member was backlogged long enough to be judged (kMinCreditBytes): no
+    // verdict, rather than a 0 that reads as "maximally unfair".
+    std::optional<double> jain_flows() const;
+    std::optional<double> jain_jobs() const;
 
     nlohmann::json to_json() const;
 
@@ -227,7 +230,7 @@ private:
         }
         void leave(Member& m);
         void depart(Member& m, uint32_t bytes);
-        double jain() const;
+        std::optional<double> jain() const;
     };
     static constexpr double kMinCreditBytes = 64 * 1024;
     Group bulk_flows_;

@@ -115,5 +115,30 @@ TEST(ReplayReport, ThroughputSeriesStaysBoundedOverLongCaptures) {
     EXPECT_LT(interval_s, 2 * 30.0 * 86'400 / 65'536);
 }
 
+// Fairness needs members backlogged long enough to judge: with none (bulk class idle, or only
+// a few small packets) the index is absent, shown as null / "n/a", not 0 ("maximally unfair").
+TEST(ReplayReport, FairnessWithoutJudgedMembersIsAbsentNotZero) {
+    ReplayReport idle("t", 10'000'000'000ULL, {"a", "bulk"}, 1, 1'000'000);
+    const ReplayReport::Ticket small = idle.on_arrival(1, 100, 1000, 7, 0);
+    idle.on_departure(1, 100, 1000, 2000, false, small);
+    idle.on_finish(0, 3000);
+    EXPECT_FALSE(idle.jain_flows().has_value());
+    EXPECT_FALSE(idle.jain_jobs().has_value());
+    EXPECT_TRUE(idle.to_json()["fairness"]["jain_flows"].is_null());
+    EXPECT_NE(format_comparison({&idle}).find("jain(flows) n/a  jain(jobs) n/a"), std::string::npos)
+        << format_comparison({&idle});
+
+    // Two flows backlogged together, served alike: judged, and fair.
+    ReplayReport busy("t", 10'000'000'000ULL, {"a", "bulk"}, 1, 1'000'000);
+    std::vector<ReplayReport::Ticket> tickets;
+    for (int i = 0; i < 200; ++i) tickets.push_back(busy.on_arrival(1, 1500, 1000, i % 2, 0));
+    for (int i = 0; i < 200; ++i)
+        busy.on_departure(1, 1500, 1000, 2000 + 1200 * uint64_t(i), false, tickets[size_t(i)]);
+    busy.on_finish(0, 300'000);
+    ASSERT_TRUE(busy.jain_flows().has_value());
+    EXPECT_NEAR(*busy.jain_flows(), 1.0, 1e-3);
+    EXPECT_EQ(busy.to_json()["fairness"]["jain_flows"], 1.0);
+}
+
 }  // namespace
 }  // namespace twinlane::replay
