@@ -144,10 +144,12 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns)
                              options_.ingress_port, arrival_ns);
     if (r.malformed != classifier::MalformedReason::none)
         report_.on_malformed(classifier::to_string(r.malformed));
-    if (r.drop) {
+    if (r.drop || record.wire_length == 0) {
+        // An empty record (a damaged capture) has nothing to send; dropped here rather than by
+        // the twinlane scheduler alone (which refuses length 0), so every discipline sees it so.
         const ReplayReport::Ticket ticket =
             report_.on_arrival(r.class_id, record.wire_length, arrival_ns, r.flow_hash, r.job_id);
-        report_.on_drop(r.class_id, "malformed", arrival_ns, ticket);
+        report_.on_drop(r.class_id, r.drop ? "malformed" : "empty_record", arrival_ns, ticket);
         return;
     }
     // Records above the port's largest frame (host captures with TSO/GRO) go out as the

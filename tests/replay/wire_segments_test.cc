@@ -206,7 +206,8 @@ TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
 
 // A record above the largest frame that TSO would not split (here non-IP) is dropped as
 // oversize by the engine, whatever the discipline: FIFO (no frame limit of its own) used to
-// send it whole, so the comparison against twinlane ran on different packets.
+// send it whole, so the comparison against twinlane ran on different packets. Likewise an
+// empty record, which only the twinlane scheduler refused.
 TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
     auto loaded = control::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
     ASSERT_TRUE(loaded.ok());
@@ -235,12 +236,17 @@ TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
         record.wire_length = uint32_t(small.size());
         record.captured = small;
         engine.offer(record);
+        record.timestamp_ns = 3'000;
+        record.wire_length = 0;  // an empty record: nothing to send
+        record.captured = {};
+        engine.offer(record);
         engine.finish();
-        EXPECT_EQ(report.rx_packets(), 2u);
+        EXPECT_EQ(report.rx_packets(), 3u);
         EXPECT_EQ(report.tx_packets(), 1u);
-        EXPECT_EQ(report.dropped_packets(), 1u);
+        EXPECT_EQ(report.dropped_packets(), 2u);
         const nlohmann::json dropped = report.to_json()["totals"]["dropped"];
-        EXPECT_EQ(dropped, nlohmann::json({{"oversize", 1}})) << dropped.dump();
+        EXPECT_EQ(dropped, nlohmann::json({{"oversize", 1}, {"empty_record", 1}}))
+            << dropped.dump();
         EXPECT_EQ(report.split_records(), 0u);
     };
     FifoDiscipline fifo(1024, 1 << 20);
