@@ -674,9 +674,21 @@ int run_with_policy(const PolicyRunOptions& options) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
     RunReport report;
-    for (const control::PortPolicy& port : p.policy->ports) {
-        report.port_names.push_back(port.name);
-        report.port_devices.push_back(port.device);
+    for (size_t i = 0; i < p.policy->ports.size(); ++i) {
+        report.port_names.push_back(p.policy->ports[i].name);
+        report.port_devices.push_back(p.policy->ports[i].device);
+        NicCounters nic;
+        rte_eth_stats eth{};
+        if (i < p.dpdk_ports.size() && rte_eth_stats_get(p.dpdk_ports[i], &eth) == 0) {
+            nic = {true, eth.imissed, eth.ierrors, eth.rx_nombuf, eth.oerrors};
+            if (eth.imissed + eth.ierrors + eth.rx_nombuf != 0) {
+                spdlog::warn("port '{}': the NIC lost {} received packets before twinlane saw "
+                             "them (missed {}, errors {}, no mbuf {})",
+                             p.policy->ports[i].name, eth.imissed + eth.ierrors + eth.rx_nombuf,
+                             eth.imissed, eth.ierrors, eth.rx_nombuf);
+            }
+        }
+        report.port_nic.push_back(nic);
     }
     for (const control::ClassPolicy& cls : p.policy->classes)
         report.class_names.push_back(cls.name);

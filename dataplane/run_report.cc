@@ -18,13 +18,22 @@ nlohmann::json to_json(const RunReport& r) {
     nlohmann::json ports = nlohmann::json::array();
     for (size_t p = 0; p < c.ports.size(); ++p) {
         const auto& s = c.ports[p];
+        nlohmann::json nic = nullptr;
+        if (p < r.port_nic.size() && r.port_nic[p].known) {
+            const NicCounters& n = r.port_nic[p];
+            nic = {{"rx_missed", n.rx_missed},
+                   {"rx_errors", n.rx_errors},
+                   {"rx_nombuf", n.rx_nombuf},
+                   {"tx_errors", n.tx_errors}};
+        }
         ports.push_back({{"name", r.port_names[p]},
                          {"device", r.port_devices[p]},
                          {"rx_packets", s.rx_packets},
                          {"rx_bytes", s.rx_bytes},
                          {"tx_packets", s.tx_packets},
                          {"tx_bytes", s.tx_bytes},
-                         {"tx_refused", s.tx_refused}});
+                         {"tx_refused", s.tx_refused},
+                         {"nic", nic}});
     }
     nlohmann::json classes = nlohmann::json::array();
     for (size_t l = 0; l < c.lanes.size(); ++l) {
@@ -85,13 +94,20 @@ void print_report(const RunReport& r, bool json) {
     }
     std::printf("  %-28s %14llu packets\n", "still queued",
                 static_cast<unsigned long long>(r.queued));
-    std::printf("\n  %-12s %-28s %12s %12s %10s\n", "port", "device", "rx", "tx", "refused");
+    std::printf("\n  %-12s %-28s %12s %12s %10s %12s\n", "port", "device", "rx", "tx", "refused",
+                "NIC lost rx");
     for (size_t p = 0; p < c.ports.size(); ++p) {
-        std::printf("  %-12s %-28.28s %12llu %12llu %10llu\n", r.port_names[p].c_str(),
+        // Lost before twinlane saw them (missed + errors + no mbuf), as the PMD counts them.
+        std::string lost = "n/a";
+        if (p < r.port_nic.size() && r.port_nic[p].known) {
+            const NicCounters& n = r.port_nic[p];
+            lost = std::to_string(n.rx_missed + n.rx_errors + n.rx_nombuf);
+        }
+        std::printf("  %-12s %-28.28s %12llu %12llu %10llu %12s\n", r.port_names[p].c_str(),
                     r.port_devices[p].c_str(),
                     static_cast<unsigned long long>(c.ports[p].rx_packets),
                     static_cast<unsigned long long>(c.ports[p].tx_packets),
-                    static_cast<unsigned long long>(c.ports[p].tx_refused));
+                    static_cast<unsigned long long>(c.ports[p].tx_refused), lost.c_str());
     }
     std::printf("\n  %-12s %12s %12s %10s %14s %14s\n", "class", "rx", "tx", "dropped",
                 "latency mean", "latency max");

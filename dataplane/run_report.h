@@ -11,9 +11,21 @@
 
 namespace twinlane::dataplane {
 
+// What the NIC (PMD) counted itself, from rte_eth_stats at the end of the run: packets lost
+// before rte_eth_rx_burst handed them to twinlane (so outside rx = tx + dropped + queued), and
+// TX errors inside the PMD. `known`: the PMD answered.
+struct NicCounters {
+    bool known = false;
+    uint64_t rx_missed = 0;  // imissed: the RX ring was full (twinlane did not poll fast enough)
+    uint64_t rx_errors = 0;  // ierrors: bad frames, or frames the PMD could not store
+    uint64_t rx_nombuf = 0;  // no mbuf for a received frame (pool too small)
+    uint64_t tx_errors = 0;  // oerrors
+};
+
 struct RunReport {
     std::vector<std::string> port_names;  // policy names, by policy port index
     std::vector<std::string> port_devices;
+    std::vector<NicCounters> port_nic;    // by policy port index
     std::vector<std::string> class_names;  // by class id
     std::vector<std::string> lcore_roles;  // e.g. "lcore 1: rx west/0; sched east"
     CounterSnapshot counters;

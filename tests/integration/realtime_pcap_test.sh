@@ -30,6 +30,11 @@ assert c["rx_packets"] == c["tx_packets"] + dropped + c["queued"], c
 assert c["mbufs"]["in_use_start"] == c["mbufs"]["in_use_end"], c["mbufs"]
 inference = [k for k in c["classes"] if k["name"] == "inference"][0]
 assert inference["tx_packets"] == 1, inference
+# The PMD's own counters are reported per port; the pcap PMD loses nothing here.
+for port in c["ports"]:
+    nic = port["nic"]
+    assert set(nic) == {"rx_missed", "rx_errors", "rx_nombuf", "tx_errors"}, port
+    assert all(v == 0 for v in nic.values()), port
 PY
     [ "$(python3 "$here/lanes_pcap.py" position out.pcap)" -ge 0 ] || fail "no inference frame out"
     python3 "$here/lanes_pcap.py" position out.pcap
