@@ -27,7 +27,7 @@ Classifier::Classifier(const ClassifierConfig& config)
       owned_rules_(CompiledRuleTable::build(config_.rules, 1)),
       rules_(&owned_rules_),
       serving_port_bits_(65536 / 64, 0),
-      flows_(config_.flow_table_capacity),
+      flows_(config_.flow_table_capacity, config_.flow_slots_per_flow),
       fragments_(config_.fragment_cache_capacity) {
     parser_options_.max_vlan_depth = config_.max_vlan_depth;
     parser_options_.vxlan_inner = config_.vxlan_inner;

@@ -1,5 +1,6 @@
 #include "classifier/config.h"
 
+#include <bit>
 #include <set>
 
 #include "classifier/flow_table.h"
@@ -107,6 +108,14 @@ std::vector<std::string> ClassifierConfig::validate() const {
     if (flow_table_capacity > (1u << 28)) {
         errors.push_back("flow_table_capacity: " + std::to_string(flow_table_capacity) +
                          " exceeds 2^28");
+    }
+    if (flow_slots_per_flow < 2 || flow_slots_per_flow > kMaxSlotsPerFlow ||
+        !std::has_single_bit(flow_slots_per_flow)) {
+        errors.push_back("flow_slots_per_flow: " + std::to_string(flow_slots_per_flow) +
+                         " is not a power of two from 2 to " + std::to_string(kMaxSlotsPerFlow));
+    } else if (uint64_t{flow_table_capacity} * flow_slots_per_flow > kMaxFlowSlots) {
+        errors.push_back("flow_slots_per_flow: capacity " + std::to_string(flow_table_capacity) +
+                         " x " + std::to_string(flow_slots_per_flow) + " slots exceeds 2^30");
     }
     if (flow_table_capacity != 0 && flow_idle_timeout_ns == 0) {
         errors.push_back("flow_idle_timeout_ns: must be > 0 with a flow table");

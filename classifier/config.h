@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "classifier/flow_table.h"
 #include "classifier/rule.h"
 
 namespace twinlane::classifier {
@@ -59,9 +60,11 @@ struct ClassifierConfig {
     uint64_t reclass_gap_ns = 0;
 
     // Flow table: maximum flows cached (0 = no flow table: every packet takes the rule path
-    // and elephant detection must be off), idle timeout, and how many entries one ageing
-    // step may visit. defaults(): 65536 flows, 30 s, 64 entries per burst.
+    // and elephant detection must be off), slots per flow (a power of two, 2..16: memory
+    // against lookup speed, see flow_table.h), idle timeout, and how many entries one ageing
+    // step may visit. defaults(): 65536 flows, 4 slots, 30 s, 64 entries per burst.
     uint32_t flow_table_capacity = 0;
+    uint32_t flow_slots_per_flow = kDefaultSlotsPerFlow;
     uint64_t flow_idle_timeout_ns = 0;
     uint32_t aging_scan_per_burst = 0;
 

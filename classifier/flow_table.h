@@ -13,9 +13,12 @@
 // IPv6 it holds a fold of the addresses and `wide`, and a hit also compares the addresses in
 // FlowColdState (a second line, prefetched with the first).
 //
-// Sizing: 2 × capacity slots rounded up to a power of two (load at most 1/2: short probe runs
-// that always end), 128 bytes per slot (FlowEntry + FlowColdState), allocated and touched at
-// construction. When `capacity` flows are present insert() returns nullptr and counts an
+// Sizing: slots_per_flow × capacity slots rounded up to a power of two (default 4: load at
+// most 1/4), 128 bytes per slot (FlowEntry + FlowColdState), allocated and touched at
+// construction. The load sets how many flows sit away from their home slot, each a second
+// line per hit: ~25% at load 1/2, ~12% at 1/4 (no layout with one line per entry does better
+// at a given load); 1M flows in random order ran 22.6-27.7 Mpps with 2 slots per flow,
+// 30.4-34.6 with 4 (classifier/README.md "Benchmarks"). 2 halves the memory. When `capacity` flows are present insert() returns nullptr and counts an
 // overflow: the caller still classifies, just without caching. Ageing is incremental: expire()
 // visits at most `max_visits` slots per call, resuming where the previous call stopped.
 //
@@ -123,9 +126,15 @@ inline uint64_t fold_addresses(const PacketKey& key) {
     return w[0] ^ std::rotl(w[2], 32) ^ std::rotl(w[1], 17) ^ std::rotl(w[3], 47);
 }
 
+inline constexpr uint32_t kDefaultSlotsPerFlow = 4;
+inline constexpr uint32_t kMaxSlotsPerFlow = 16;
+inline constexpr uint64_t kMaxFlowSlots = uint64_t{1} << 30;
+
 class FlowTable {
 public:
-    explicit FlowTable(uint32_t capacity);
+    // `slots_per_flow`: a power of two in [2, kMaxSlotsPerFlow]; capacity × slots_per_flow at
+    // most kMaxFlowSlots (ClassifierConfig::validate checks both).
+    explicit FlowTable(uint32_t capacity, uint32_t slots_per_flow = kDefaultSlotsPerFlow);
 
     // Entry for `key` (with `hash` = hash_key(key)), or nullptr.
     FlowEntry* find(const PacketKey& key, uint32_t hash) {

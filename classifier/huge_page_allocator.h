@@ -1,6 +1,6 @@
 // HugePageAllocator: std::allocator replacement for large, long-lived tables (the flow table's
 // index and entries). Allocations of 2 MiB or more are 2 MiB-aligned and advised
-// MADV_HUGEPAGE before first touch, so a 1M-flow table (~144 MiB) is backed by transparent huge
+// MADV_HUGEPAGE before first touch, so a 1M-flow table (512 MiB) is backed by transparent huge
 // pages where the kernel allows ("madvise" or "always" mode): random flow lookups then miss the
 // TLB far less. Falls back silently to normal pages. Used at construction only (one madvise
 // syscall per table), never per packet. Stateless; thread-safe like malloc.

@@ -183,6 +183,8 @@ classifier::ClassifierConfig compile_classifier(const Policy& policy,
     }
     config.reclass_gap_ns = h.reclass_gap_ns;
     config.flow_table_capacity = in.flow_table.capacity;
+    config.flow_slots_per_flow = in.flow_table.slots_per_flow;
+    static_assert(FlowTablePolicy{}.slots_per_flow == classifier::kDefaultSlotsPerFlow);
     config.flow_idle_timeout_ns = in.flow_table.idle_timeout_ns;
     config.vxlan_inner = h.vxlan_inner;
     return config;

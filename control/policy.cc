@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -1107,10 +1108,19 @@ void PolicyLoader::read_classifier(const Field& field) {
     }
     if (auto heuristics = map.get("heuristics")) read_heuristics(*heuristics);
     if (auto flow_table = map.get("flow_table")) {
-        const MapFields table(*flow_table, {"capacity", "idle_timeout"}, errors_);
+        const MapFields table(*flow_table, {"capacity", "slots_per_flow", "idle_timeout"},
+                              errors_);
         if (auto capacity = table.get("capacity")) {
             if (auto value = read_unsigned(*capacity, 1024, 1U << 24, errors_)) {
                 classifier.flow_table.capacity = static_cast<uint32_t>(*value);
+            }
+        }
+        if (auto slots = table.get("slots_per_flow")) {
+            const auto value = read_unsigned(*slots, 2, classifier::kMaxSlotsPerFlow, errors_);
+            if (value && !std::has_single_bit(*value)) {
+                errors_.add(slots->mark, slots->path, "must be a power of two: 2, 4, 8 or 16");
+            } else if (value) {
+                classifier.flow_table.slots_per_flow = static_cast<uint32_t>(*value);
             }
         }
         if (auto idle = table.get("idle_timeout")) {

@@ -208,6 +208,7 @@ struct HeuristicsPolicy {
 
 struct FlowTablePolicy {
     uint32_t capacity = 65536;
+    uint32_t slots_per_flow = 4;  // classifier::kDefaultSlotsPerFlow (checked in compile.cc)
     uint64_t idle_timeout_ns = 30'000'000'000ULL;
 };
 

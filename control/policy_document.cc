@@ -323,6 +323,7 @@ json policy_document(const Policy& policy) {
                          {"heuristics", heuristics_document(policy)},
                          {"flow_table",
                           {{"capacity", policy.classifier.flow_table.capacity},
+                           {"slots_per_flow", policy.classifier.flow_table.slots_per_flow},
                            {"idle_timeout",
                             duration_text(policy.classifier.flow_table.idle_timeout_ns)}}}};
     doc["control"] = {{"socket", policy.control.socket_path},

@@ -88,6 +88,8 @@ void compare_classifier(std::vector<std::string>& out, const classifier::Classif
     compare(out, h + "reclass_gap", a.reclass_gap_ns, b.reclass_gap_ns);
     compare(out, h + "vxlan_inner", a.vxlan_inner, b.vxlan_inner);
     compare(out, "classifier.flow_table.capacity", a.flow_table_capacity, b.flow_table_capacity);
+    compare(out, "classifier.flow_table.slots_per_flow", a.flow_slots_per_flow,
+            b.flow_slots_per_flow);
     compare(out, "classifier.flow_table.idle_timeout", a.flow_idle_timeout_ns,
             b.flow_idle_timeout_ns);
     compare(out, "classifier (aging_scan_per_burst)", a.aging_scan_per_burst,

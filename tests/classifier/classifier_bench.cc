@@ -53,26 +53,29 @@ struct FramePool {
     }
 };
 
-ClassifierConfig hit_config(uint32_t flows) {
+ClassifierConfig hit_config(uint32_t flows, uint32_t slots_per_flow) {
     ClassifierConfig config = ClassifierConfig::defaults();
     config.flow_table_capacity = flows;
+    config.flow_slots_per_flow = slots_per_flow;
     config.aging_scan_per_burst = 0;  // measure lookups only
     return config;
 }
 
-void hit_path(benchmark::State& state, bool burst) {
+void hit_path(benchmark::State& state, bool burst,
+              uint32_t slots_per_flow = kDefaultSlotsPerFlow) {
     const uint32_t flows = uint32_t(state.range(0));
     static std::unique_ptr<Classifier> classifier;
     static std::unique_ptr<FramePool> traffic;
-    static uint32_t prepared_for = 0;
-    if (prepared_for != flows) {
-        classifier = std::make_unique<Classifier>(hit_config(flows));
+    static uint64_t prepared_for = 0;
+    if (prepared_for != (uint64_t{slots_per_flow} << 32 | flows)) {
+        classifier.reset();  // free the previous table first: two 1M tables are 1 GiB
+        classifier = std::make_unique<Classifier>(hit_config(flows, slots_per_flow));
         const FramePool warmup(flows, 1);
         std::vector<Result> out(flows);
         classifier->classify_burst(warmup.pointers.data(), warmup.lengths.data(), flows, 0, 0,
                                    out.data());
         traffic = std::make_unique<FramePool>(flows, 2);  // same flows, another order
-        prepared_for = flows;
+        prepared_for = uint64_t{slots_per_flow} << 32 | flows;
     }
     Result out[kMaxBurst];
     uint32_t next = 0;
@@ -98,6 +101,9 @@ void hit_path(benchmark::State& state, bool burst) {
 void BM_HitPath_Burst(benchmark::State& state) { hit_path(state, true); }
 void BM_HitPath_Single(benchmark::State& state) { hit_path(state, false); }
 BENCHMARK(BM_HitPath_Burst)->Arg(256)->Arg(4096)->Arg(1 << 20);
+// The same with the table at load 1/2 (flow_table.slots_per_flow 2: half the memory).
+void BM_HitPath_Burst_TwoSlotsPerFlow(benchmark::State& state) { hit_path(state, true, 2); }
+BENCHMARK(BM_HitPath_Burst_TwoSlotsPerFlow)->Arg(1 << 20);
 BENCHMARK(BM_HitPath_Single)->Arg(4096)->Arg(1 << 20);
 
 // The hit path with the default flow table (65536 entries) and its per-burst ageing step on

@@ -463,6 +463,20 @@ TEST(Classifier, ConfigValidationNamesEachField) {
     c.elephant_threshold_bytes = 0;  // without elephants, no flow table is fine
     EXPECT_EQ(first_error(c), "");
     c = ClassifierConfig::defaults();
+    for (uint32_t slots : {0u, 1u, 3u, 6u, 32u}) {
+        c.flow_slots_per_flow = slots;
+        EXPECT_TRUE(starts_with(first_error(c), "flow_slots_per_flow")) << slots;
+    }
+    for (uint32_t slots : {2u, 4u, 8u, 16u}) {
+        c.flow_slots_per_flow = slots;
+        EXPECT_EQ(first_error(c), "") << slots;
+    }
+    c.flow_table_capacity = 1u << 28;  // 2^28 flows x 8 slots: more than 2^30 slots
+    c.flow_slots_per_flow = 8;
+    EXPECT_TRUE(starts_with(first_error(c), "flow_slots_per_flow")) << first_error(c);
+    c.flow_slots_per_flow = 4;
+    EXPECT_EQ(first_error(c), "");
+    c = ClassifierConfig::defaults();
     c.elephant_threshold_bytes = kMaxElephantThresholdBytes + 1;  // window counts are 32-bit
     EXPECT_TRUE(starts_with(first_error(c), "elephant_threshold_bytes")) << first_error(c);
     c.elephant_threshold_bytes = kMaxElephantThresholdBytes;

@@ -26,8 +26,13 @@ PacketKey key_for(uint32_t n) {
     return make_key(f);
 }
 
-TEST(FlowTable, MatchesReferenceMapUnderRandomOperations) {
-    FlowTable table(512);
+// Every load the table can be built for (slots per flow 2..16) holds exactly `capacity` flows.
+class FlowTableLoad : public ::testing::TestWithParam<uint32_t> {};
+INSTANTIATE_TEST_SUITE_P(SlotsPerFlow, FlowTableLoad, ::testing::Values(2u, 4u, 16u));
+
+TEST_P(FlowTableLoad, MatchesReferenceMapUnderRandomOperations) {
+    FlowTable table(512, GetParam());
+    ASSERT_EQ(table.slot_count(), 512 * GetParam());
     std::map<uint32_t, uint64_t> reference;  // flow number → packets tag
     std::mt19937 rng(7);
     for (int step = 0; step < 200000; ++step) {

@@ -74,6 +74,15 @@ TEST(PolicyErrors, BadDurationUnit) {
     expect_error(result, "classifier.flow_table.idle_timeout", 14, 30, "needs a unit");
 }
 
+TEST(PolicyErrors, FlowTableSlotsPerFlowIsAPowerOfTwoFrom2To16) {
+    expect_error(base_with("classifier:\n  flow_table: {slots_per_flow: 3}\n"),
+                 "classifier.flow_table.slots_per_flow", 14, 32, "power of two");
+    expect_error(base_with("classifier:\n  flow_table: {slots_per_flow: 32}\n"),
+                 "classifier.flow_table.slots_per_flow", 14, 32, "between 2 and 16");
+    expect_error(base_with("classifier:\n  flow_table: {slots_per_flow: 1}\n"),
+                 "classifier.flow_table.slots_per_flow", 14, 32, "between 2 and 16");
+}
+
 TEST(PolicyErrors, BadSizeUnit) {
     const PolicyResult result = tree_with(
         "scheduler:\n"

@@ -55,6 +55,7 @@ TEST(PolicyModel, OtherSectionDefaults) {
     EXPECT_EQ(heuristics.malformed, MalformedAction::default_class);
     EXPECT_EQ(heuristics.reclass_gap_ns, 2'000'000u);
     EXPECT_EQ(policy->classifier.flow_table.capacity, 65536u);
+    EXPECT_EQ(policy->classifier.flow_table.slots_per_flow, 4u);
     EXPECT_EQ(policy->classifier.flow_table.idle_timeout_ns, 30'000'000'000u);
 }
 
@@ -266,7 +267,7 @@ TEST(PolicyModel, ClassifierRulesAreSortedAndResolved) {
                  "    default_class: gold\n"
                  "    malformed: drop\n"
                  "    vxlan_inner: true\n"
-                 "  flow_table: {capacity: 4096, idle_timeout: 5s}\n");
+                 "  flow_table: {capacity: 4096, slots_per_flow: 2, idle_timeout: 5s}\n");
     ASSERT_TRUE(policy);
     const ClassifierPolicy& classifier = policy->classifier;
     ASSERT_EQ(classifier.rules.size(), 2u);
@@ -319,6 +320,7 @@ TEST(PolicyModel, ClassifierRulesAreSortedAndResolved) {
     EXPECT_EQ(h.malformed, MalformedAction::drop);
     EXPECT_TRUE(h.vxlan_inner);
     EXPECT_EQ(classifier.flow_table.capacity, 4096u);
+    EXPECT_EQ(classifier.flow_table.slots_per_flow, 2u);
     EXPECT_EQ(classifier.flow_table.idle_timeout_ns, 5'000'000'000u);
 }
 

@@ -66,11 +66,14 @@ TEST_P(ExamplePolicyTest, DocumentRoundTripsThroughTheLoader) {
         }
     }
     EXPECT_EQ(a.classifier.rules.size(), b.classifier.rules.size());
+    EXPECT_EQ(a.classifier.flow_table_capacity, b.classifier.flow_table_capacity);
+    EXPECT_EQ(a.classifier.flow_slots_per_flow, b.classifier.flow_slots_per_flow);
 }
 
 INSTANTIATE_TEST_SUITE_P(Conf, ExamplePolicyTest,
                          ::testing::Values("default.yaml", "inference-gateway.yaml",
-                                           "lab-pcap.yaml", "mixed-cluster.yaml"));
+                                           "lab-pcap.yaml", "mixed-cluster.yaml", "gateway-100g.yaml",
+                                           "gateway-afxdp.yaml"));
 
 TEST(PolicyStore, FirstVersionIsEpochOne) {
     auto store = make_store();
