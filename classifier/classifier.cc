@@ -149,7 +149,12 @@ void Classifier::reconsider(FlowEntry& entry, uint64_t gap_ns, bool fresh) {
     const FlowDecision applied = entry.applied();
     entry.pending = false;
     if (fresh || desired.class_id == applied.class_id) {
-        // Same lane (or first packet): nothing can reorder.
+        // Same lane (or first packet): nothing can reorder, unless the job (and with it the
+        // leaf, for a class split per job) changed: then the queued packets move too.
+        if (!fresh && desired.job_id != applied.job_id) {
+            moved_from_class_ = applied.class_id;
+            moved_from_job_ = applied.job_id;
+        }
         entry.set_applied(desired);
         return;
     }
@@ -161,6 +166,8 @@ void Classifier::reconsider(FlowEntry& entry, uint64_t gap_ns, bool fresh) {
     if (desired.source == MatchSource::elephant) ++counters_.elephant_demotions;
     if (applied.source == MatchSource::elephant) ++counters_.elephant_returns;
     ++counters_.reclassifications;
+    moved_from_class_ = applied.class_id;
+    moved_from_job_ = applied.job_id;
     entry.set_applied(desired);
 }
 
@@ -295,6 +302,11 @@ __attribute__((always_inline)) inline void Classifier::finish(const Prepared& p,
     out.drop = false;
     out.source = applied.source;
     out.malformed = MalformedReason::none;
+    out.previous_class = moved_from_class_;
+    if (moved_from_class_ != kNoPreviousClass) [[unlikely]] {
+        out.previous_job = moved_from_job_;
+        moved_from_class_ = kNoPreviousClass;
+    }
     count(out, wire_length);
 }
 

@@ -3,8 +3,9 @@
 // Per packet: parse (parser.h) → malformed? policy → later IPv4/IPv6 fragment? follow the first
 // fragment's decision (fragment_cache.h) → flow table hit? cached decision : explicit rules
 // (rule_table.h) then heuristics (RoCEv2, DSCP map, model-serving ports, default) → elephant
-// detection → class changes applied only at a gap of reclass_gap_ns in the flow (no
-// reordering, see README.md) → counters. Explicit rules take precedence over heuristics.
+// detection → class changes applied with the flow's next packet, whose Result names the
+// previous class so that the scheduler moves the flow's queued packets (or, with
+// reclass_gap_ns > 0, only at a gap that long in the flow; README.md) → counters. Explicit rules take precedence over heuristics.
 //
 // Time is an argument (now_ns, nanoseconds, monotonic); the classifier never reads a clock.
 // No allocation, exception, lock, syscall or virtual call per packet.
@@ -91,7 +92,7 @@ public:
 
     // Switches to another compiled rule table (kept alive by the caller until this lcore has
     // moved on, e.g. via RCU). Cached flows re-evaluate on their next packet; a resulting class
-    // change waits for a gap like any reclassification. Resets (and may allocate) per-rule
+    // change is a reclassification like any other. Resets (and may allocate) per-rule
     // counters: call between bursts, not per packet.
     void use_rules(const CompiledRuleTable& rules);
 
@@ -153,6 +154,10 @@ private:
     std::array<uint8_t, kGroup> deferred_{};      // packets classified after the lookups
     std::array<uint8_t, kGroup> probing_{};       // deferred packets still being looked up
     ParsedPacket parsed_{};  // parse_packet's output for packets off the simple path
+    // Set by reconsider() when it changes a flow's class/job, read (and reset) by finish()
+    // for the same packet's Result.
+    uint8_t moved_from_class_ = kNoPreviousClass;
+    uint32_t moved_from_job_ = 0;
     uint64_t elephant_window_start_ns_ = 0;  // start of the elephant window `now` is in
     bool swept_ = false;          // classify_burst has started an ageing sweep
     uint64_t sweep_start_ns_ = 0;  // when it started the current one

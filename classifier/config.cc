@@ -25,7 +25,7 @@ ClassifierConfig ClassifierConfig::defaults() {
     config.elephant_window_ns = 1'000'000'000;
     config.elephant_quiet_ns = 200'000'000;
     config.bulk_class = kTraining;
-    config.reclass_gap_ns = 2'000'000;
+    config.reclass_gap_ns = 0;  // change at once; the scheduler moves the queued packets
     config.flow_table_capacity = 65536;
     config.flow_idle_timeout_ns = 30'000'000'000ull;
     config.aging_scan_per_burst = 64;

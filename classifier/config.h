@@ -54,9 +54,13 @@ struct ClassifierConfig {
     uint64_t elephant_quiet_ns = 0;         // defaults(): 200 ms (must be >= reclass_gap_ns)
     uint8_t bulk_class = 0;                 // defaults(): "training"
 
-    // A flow's class changes only at a gap of at least this long between two of its packets,
-    // so that its packets in the old lane have left before any enters the new one (no
-    // reordering). Must exceed the worst queueing delay of the lanes. defaults(): 2 ms.
+    // 0 (defaults()): a flow's class changes with its next packet, and that packet's Result
+    // names the previous class and job, so that the scheduler moves the flow's queued packets
+    // along (sched::Scheduler::move_flow) before enqueueing it: no reordering, whatever the
+    // lanes' priorities and depths, and flows that never pause (a continuous elephant) move too.
+    // > 0: for consumers that cannot move queued packets, the change waits for a gap of at
+    // least this long between two of the flow's packets (it must then exceed the lanes' worst
+    // queueing delay; a flow that never pauses that long never changes class).
     uint64_t reclass_gap_ns = 0;
 
     // Flow table: maximum flows cached (0 = no flow table: every packet takes the rule path

@@ -42,6 +42,7 @@ constexpr std::string_view to_string(MatchSource source) {
 }
 
 inline constexpr uint8_t kNoRemark = 0xFF;
+inline constexpr uint8_t kNoPreviousClass = 0xFF;
 
 struct Result {
     uint32_t job_id = 0;               // from the matching rule; 0 for heuristics
@@ -56,6 +57,12 @@ struct Result {
     bool drop = false;                 // malformed and policy says drop
     MatchSource source = MatchSource::default_class;
     MalformedReason malformed = MalformedReason::none;
+    // The flow's class or job changed with this packet (reclassification): what its earlier
+    // packets got. The scheduler moves the flow's packets still queued under that class/job
+    // to this packet's leaf before enqueueing it (sched::Scheduler::move_flow), so the flow
+    // stays in order. kNoPreviousClass otherwise (previous_job then meaningless).
+    uint8_t previous_class = kNoPreviousClass;
+    uint32_t previous_job = 0;
 };
 
 }  // namespace twinlane::classifier

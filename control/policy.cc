@@ -1272,7 +1272,7 @@ void PolicyLoader::read_heuristics(const Field& field) {
     }
     if (auto f = map.get("reclass_gap")) {
         h.reclass_gap_ns =
-            read_duration_ns(*f, 1'000, 1'000'000'000, errors_).value_or(h.reclass_gap_ns);
+            read_duration_ns(*f, 0, 1'000'000'000, errors_).value_or(h.reclass_gap_ns);
     }
     if (auto f = map.get("elephant")) {
         const MapFields elephant(*f, {"bytes", "window", "quiet", "class"}, errors_);

@@ -198,9 +198,10 @@ struct HeuristicsPolicy {
     std::array<std::optional<size_t>, 64> dscp_class{};  // dscp -> class
     std::optional<ServingPolicy> serving;
     std::optional<ElephantPolicy> elephant;
-    // A flow changes class only after a gap this long, so its packets in the old lane leave
-    // first (no reordering). Must exceed the lanes' worst queueing delay.
-    uint64_t reclass_gap_ns = 2'000'000;
+    // 0: a flow changes class with its next packet and the scheduler moves its queued packets
+    // along (no reordering). > 0: the change waits for a gap this long in the flow instead
+    // (classifier::ClassifierConfig::reclass_gap_ns).
+    uint64_t reclass_gap_ns = 0;
     size_t default_class = 0;
     MalformedAction malformed = MalformedAction::default_class;
     bool vxlan_inner = false;  // classify VXLAN (UDP 4789) by the inner headers

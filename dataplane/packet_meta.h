@@ -25,9 +25,17 @@ struct PacketMeta {
     uint8_t class_id = 0;
     uint8_t ip_version = 0;   // 4, 6, or 0 (not IP)
     uint8_t ecn_capable = 0;  // 1: the scheduler may set CE at l3_offset
-    uint8_t reserved[3] = {};
+    // The flow was reclassified with this packet (classifier::Result::previous_class): the
+    // class its earlier packets got, classifier::kNoPreviousClass otherwise. Their job is in
+    // the mbuf's scheduler field, hash.sched.queue_id (previous_job()): the dynfield area is
+    // 36 bytes and the pcap PMD needs 8 of them for its RX timestamp.
+    uint8_t previous_class = 0xFF;
+    uint8_t reserved[2] = {};
 };
 static_assert(sizeof(PacketMeta) == 24);
+
+inline void set_previous_job(rte_mbuf* m, uint32_t job) { m->hash.sched.queue_id = job; }
+inline uint32_t previous_job(const rte_mbuf* m) { return m->hash.sched.queue_id; }
 
 // Registers the dynfield (idempotent: the same name gives the same offset) and returns its
 // byte offset in the mbuf, or -1 with `error` filled.

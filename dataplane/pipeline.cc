@@ -105,17 +105,124 @@ void enqueue_scratch(EgressTask& e, uint32_t n, LcoreCounters& c, uint64_t now_n
     free_drops(drops, n - accepted, c);
 }
 
-// Enqueues one lane ring's packets into the scheduler, from their mbuf metadata.
-void enqueue_lane(EgressTask& e, rte_mbuf* const* m, uint32_t n, uint8_t lane, LcoreCounters& c,
-                  const PipelineShared& shared, uint64_t now_ns) {
+static_assert(PacketMeta{}.previous_class == classifier::kNoPreviousClass);
+
+uint8_t lane_of_class(uint8_t class_id, const PipelineShared& shared) {
+    return static_cast<uint8_t>(std::min<uint32_t>(class_id, shared.lane_count - 1));
+}
+
+// A flow changed class with the packet about to be enqueued into `lane` (a reclassification,
+// classifier::Result::previous_class): its packets still queued under the old class move to
+// the new leaf first (sched::Scheduler::move_flow), so the flow stays in order.
+void follow_reclassification(EgressTask& e, uint8_t old_class, uint32_t old_job, uint8_t lane,
+                             uint32_t job, uint32_t flow_hash, const PipelineShared& shared) {
+    const uint8_t old_lane = lane_of_class(old_class, shared);
+    e.scheduler->move_flow(static_cast<uint16_t>(LaneLeaf(e, old_lane)(old_job)),
+                           static_cast<uint16_t>(LaneLeaf(e, lane)(job)), flow_hash);
+}
+
+uint32_t admit_ring_snapshot(EgressTask& e, uint8_t lane, LcoreCounters& c,
+                             const PipelineShared& shared, uint64_t now_ns);
+
+// Enqueues one lane ring's packets into the scheduler, from their mbuf metadata. Returns the
+// packets admitted, counting those of other lanes admitted on the way (below).
+uint32_t enqueue_lane(EgressTask& e, rte_mbuf* const* m, uint32_t n, uint8_t lane,
+                      LcoreCounters& c, const PipelineShared& shared, uint64_t now_ns,
+                      bool drain_old_lanes = true) {
     sched::Packet* pkts = e.scratch_packets.data();
     const LaneLeaf leaf(e, lane);
+    uint32_t filled = 0;
+    uint32_t admitted = n;
     for (uint32_t i = 0; i < n; ++i) {
         const PacketMeta& meta = *packet_meta(m[i], shared.meta_offset);
-        fill_sched_packet(pkts[i], leaf, m[i], meta, lane,
+        if (meta.previous_class != classifier::kNoPreviousClass) [[unlikely]] {
+            // The flow's earlier packets are in the old lane: in the scheduler, or still in the
+            // old lane's ring, where the RX lcore put them before this packet (it enqueues a
+            // burst holding a reclassification in arrival order). Admit what that ring held
+            // now (later entries came after this packet), then move the flow.
+            enqueue_scratch(e, filled, c, now_ns);
+            filled = 0;
+            const uint8_t old_lane = lane_of_class(meta.previous_class, shared);
+            if (drain_old_lanes && old_lane != lane)
+                admitted += admit_ring_snapshot(e, old_lane, c, shared, now_ns);
+            follow_reclassification(e, meta.previous_class, previous_job(m[i]), lane,
+                                    meta.job_id, meta.flow_hash, shared);
+        }
+        fill_sched_packet(pkts[filled++], leaf, m[i], meta, lane,
                           now_ns - std::min(now_ns, meta.arrival_ns));
     }
-    enqueue_scratch(e, n, c, now_ns);
+    enqueue_scratch(e, filled, c, now_ns);
+    return admitted;
+}
+
+// Admits the packets `lane`'s ring holds now. A reclassification among them moves its flow
+// but does not drain further rings (one level: a flow moving twice within one ring snapshot
+// could still be reordered).
+uint32_t admit_ring_snapshot(EgressTask& e, uint8_t lane, LcoreCounters& c,
+                             const PipelineShared& shared, uint64_t now_ns) {
+    uint32_t admitted = 0;
+    for (unsigned left = rte_ring_count(e.lanes[lane]); left != 0;) {
+        rte_mbuf* m[kBurst];
+        const unsigned n = rte_ring_dequeue_burst(e.lanes[lane], reinterpret_cast<void**>(m),
+                                                  std::min<unsigned>(left, kBurst), nullptr);
+        if (n == 0) break;
+        admitted += enqueue_lane(e, m, n, lane, c, shared, now_ns, false);
+        left -= n;
+    }
+    return admitted;
+}
+
+// Run to completion, for a burst in which a flow changed class: the packets (those not dropped
+// as malformed) enter the scheduler in arrival order, a reclassified flow's queued packets
+// moving to its new leaf just before the packet that changed it.
+uint32_t enqueue_in_arrival_order(EgressTask& e, rte_mbuf* const* pkts,
+                                  const classifier::Result* results, uint16_t n,
+                                  LcoreCounters& c, const PipelineShared& shared,
+                                  uint64_t now_ns) {
+    uint32_t admitted = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+        const classifier::Result& r = results[i];
+        if (r.drop) continue;  // freed and counted already
+        const uint8_t lane = lane_of_class(r.class_id, shared);
+        if (r.previous_class != classifier::kNoPreviousClass)
+            follow_reclassification(e, r.previous_class, r.previous_job, lane, r.job_id,
+                                    r.flow_hash, shared);
+        fill_sched_packet(e.scratch_packets[0], LaneLeaf(e, lane), pkts[i], r, lane, 0);
+        enqueue_scratch(e, 1, c, now_ns);
+        ++admitted;
+    }
+    return admitted;
+}
+
+// Across lcores, for a burst in which a flow changed class: each run of packets for one lane,
+// in arrival order, goes to that lane's ring, so a reclassified flow's earlier packets are in
+// the old lane's ring before the packet that names it reaches the new one (the scheduler side
+// relies on it, see enqueue_lane). Returns the packets refused by full rings (freed, counted in
+// `tally`).
+uint64_t ring_in_arrival_order(RxTask& task, rte_mbuf** pkts, const classifier::Result* results,
+                               uint16_t n, const PipelineShared& shared, LaneTally& tally) {
+    uint64_t refused = 0;
+    rte_mbuf* run[kBurst];
+    for (uint16_t i = 0; i < n;) {
+        if (results[i].drop) {
+            ++i;
+            continue;
+        }
+        const uint8_t lane = lane_of_class(results[i].class_id, shared);
+        uint32_t count = 0;
+        while (i < n && (results[i].drop || lane_of_class(results[i].class_id, shared) == lane)) {
+            if (!results[i].drop) run[count++] = pkts[i];
+            ++i;
+        }
+        const unsigned queued = rte_ring_enqueue_burst(
+            task.lanes[lane], reinterpret_cast<void* const*>(run), count, nullptr);
+        if (queued < count) {
+            rte_pktmbuf_free_bulk(&run[queued], count - queued);
+            refused += count - queued;
+            tally.dropped[lane] += count - queued;
+        }
+    }
+    return refused;
 }
 
 uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared, uint64_t now_ns) {
@@ -153,11 +260,11 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared,
     EgressTask* const local = task.local_egress;
     LaneTally tally(shared.lane_count);
     uint64_t malformed = 0;
-    const uint32_t last_lane = shared.lane_count - 1;
+    bool reclassified = false;  // a flow changed class in this burst: keep arrival order
     for (uint16_t i = 0; i < n; ++i) {
         rte_mbuf* m = pkts[i];
         const classifier::Result& r = results[i];
-        const uint8_t lane = static_cast<uint8_t>(std::min<uint32_t>(r.class_id, last_lane));
+        const uint8_t lane = lane_of_class(r.class_id, shared);
         tally.packets[lane] += 1;
         tally.bytes[lane] += wire_bytes[i];
         if (r.drop) {
@@ -178,7 +285,11 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared,
             meta->class_id = lane;
             meta->ip_version = r.ip_version;
             meta->ecn_capable = r.ecn_capable ? 1 : 0;
+            meta->previous_class = r.previous_class;
+            if (r.previous_class != classifier::kNoPreviousClass) [[unlikely]]
+                set_previous_job(m, r.previous_job);
         }
+        reclassified |= r.previous_class != classifier::kNoPreviousClass;
         if (r.remark_dscp != classifier::kNoRemark && r.ip_version != 0) {
             if (uint8_t* l3 = l3_in_first_segment(m, r.l3_offset))
                 classifier::rewrite_dscp(l3, r.ip_version, r.remark_dscp);
@@ -189,7 +300,20 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared,
 
     LcoreCounters& c = *ctx.counters;
     uint64_t ring_full = 0;
-    if (EgressTask* e = local) {
+    if (reclassified) [[unlikely]] {
+        // Lane by lane, a flow's packets before its reclassification (old lane) could be
+        // enqueued after the one that names it: take the burst in arrival order instead.
+        if (local != nullptr) {
+            const uint64_t tsc = rte_rdtsc();
+            const uint32_t admitted = enqueue_in_arrival_order(*local, pkts, results, n, c,
+                                                               shared, now_ns);
+            c.stages.sched_enqueue_cycles.add(rte_rdtsc() - tsc);
+            c.stages.sched_enqueue_packets.add(admitted);
+        } else {
+            ring_full = ring_in_arrival_order(task, pkts, results, n, shared, tally);
+        }
+        lane_n.fill(0);  // nothing left for the lane rings below
+    } else if (EgressTask* e = local) {
         // Run to completion: straight into the scheduler, timed as its enqueue stage.
         const uint64_t tsc = rte_rdtsc();
         uint32_t admitted = 0;
@@ -259,8 +383,7 @@ uint32_t admit_lanes(EgressTask& e, LcoreCounters& c, const PipelineShared& shar
         const unsigned n =
             rte_ring_dequeue_burst(e.lanes[lane], reinterpret_cast<void**>(m), kBurst, nullptr);
         if (n == 0) continue;
-        enqueue_lane(e, m, n, lane, c, shared, now_ns);
-        admitted += n;
+        admitted += enqueue_lane(e, m, n, lane, c, shared, now_ns);
     }
     return admitted;
 }

@@ -33,6 +33,14 @@ public:
     // Takes the next packet to transmit at `now_ns`, if any is eligible. Packets discarded on
     // the way (AQM) are appended to `drops`.
     virtual bool dequeue(uint64_t now_ns, sched::Packet& out, std::vector<ReplayDrop>& drops) = 0;
+    // The flow `flow_hash` changed from (previous_class, previous_job) to (class_id, job_id)
+    // (classifier::Result::previous_class), before its first packet of the new class is
+    // offered. A discipline with one queue per class moves the flow's queued packets so it
+    // stays in order; FIFO needs nothing; rte_sched cannot move packets (its queues are
+    // internal), so a flow may be reordered there once per change.
+    virtual void reclassified(uint32_t /*flow_hash*/, uint8_t /*previous_class*/,
+                              uint32_t /*previous_job*/, uint8_t /*class_id*/,
+                              uint32_t /*job_id*/) {}
     // Earliest time >= now_ns at which dequeue may return a packet; UINT64_MAX when empty.
     virtual uint64_t next_eligible_ns(uint64_t now_ns) = 0;
     virtual uint64_t queued_packets() const = 0;

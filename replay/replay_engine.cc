@@ -144,6 +144,11 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns)
                              options_.ingress_port, arrival_ns);
     if (r.malformed != classifier::MalformedReason::none)
         report_.on_malformed(classifier::to_string(r.malformed));
+    // A reclassified flow's queued packets follow it before anything of it is offered (or
+    // dropped) under the new class.
+    if (r.previous_class != classifier::kNoPreviousClass) [[unlikely]]
+        discipline_.reclassified(r.flow_hash, r.previous_class, r.previous_job, r.class_id,
+                                 r.job_id);
     if (r.drop || record.wire_length == 0) {
         // An empty record (a damaged capture) has nothing to send; dropped here rather than by
         // the twinlane scheduler alone (which refuses length 0), so every discipline sees it so.

@@ -27,6 +27,11 @@ public:
         if (scheduler_->enqueue(&packet, 1, now_ns, dropped) == 0)
             drops.push_back({dropped[0].packet, sched::to_string(dropped[0].reason)});
     }
+    void reclassified(uint32_t flow_hash, uint8_t previous_class, uint32_t previous_job,
+                      uint8_t class_id, uint32_t job_id) override {
+        scheduler_->move_flow(leaf(previous_class, previous_job), leaf(class_id, job_id),
+                              flow_hash);
+    }
     bool dequeue(uint64_t now_ns, sched::Packet& out, std::vector<ReplayDrop>& drops) override {
         const sched::DequeueResult r =
             scheduler_->dequeue(&out, 1, now_ns, dropped_.data(), dropped_.size());

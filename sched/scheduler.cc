@@ -373,6 +373,33 @@ void Scheduler::deactivate(uint32_t leaf_node) {
     }
 }
 
+// The leaf at `leaf_node` emptied without being picked (move_flow): as deactivate(), but a drr
+// parent's ring is searched for it, as it may sit anywhere in the ring. O(children) per level.
+void Scheduler::deactivate_anywhere(uint32_t leaf_node) {
+    for (uint32_t n = leaf_node;;) {
+        Node& node = nodes_[n];
+        if (node.parent == kInvalid) return;
+        Node& parent = nodes_[node.parent];
+        if (!node.parent_is_drr) {
+            parent.backlog_mask &= ~(uint64_t{1} << node.position_in_parent);
+            if (parent.backlog_mask != 0) return;
+        } else {
+            uint32_t previous = kInvalid;
+            for (uint32_t c = parent.active_head; c != n; c = nodes_[c].next_active)
+                previous = c;
+            if (previous == kInvalid) {
+                parent.active_head = node.next_active;
+            } else {
+                nodes_[previous].next_active = node.next_active;
+            }
+            if (parent.active_tail == n) parent.active_tail = previous;
+            node.next_active = kInvalid;
+            if (--parent.active_count != 0) return;
+        }
+        n = node.parent;
+    }
+}
+
 // Departures of `bytes` from the leaf at `leaf_node`: every shaper on the path pays, and every
 // node under a drr parent spends deficit. Charging a run's sum at once equals charging each
 // packet (integer arithmetic, nothing else reads them in between).
@@ -856,6 +883,70 @@ std::optional<ValidationError> Scheduler::migrate_from(Scheduler& old_tree) {
     }
     old_tree.reset_queues();
     return std::nullopt;
+}
+
+uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
+    if (from == to || from >= leaves_.size() || to >= leaves_.size()) return 0;
+    Leaf& source = leaves_[from];
+    Leaf& target = leaves_[to];
+    // Take the flow's packets out of its bucket in `source` (shared with colliding flows, which
+    // stay), keeping their order in a chain.
+    Flow& bucket = flows_[source.first_flow + (flow_hash & source.flow_mask)];
+    uint32_t chain_head = kInvalid;
+    uint32_t chain_tail = kInvalid;
+    uint32_t packets = 0;
+    uint64_t bytes = 0;
+    uint32_t previous = kInvalid;
+    for (uint32_t slot = bucket.head; slot != kInvalid;) {
+        const uint32_t next = next_slot_[slot];
+        if (slots_[slot].flow_hash != flow_hash) {
+            previous = slot;
+            slot = next;
+            continue;
+        }
+        if (previous == kInvalid) {
+            bucket.head = next;
+        } else {
+            next_slot_[previous] = next;
+        }
+        if (bucket.tail == slot) bucket.tail = previous;
+        next_slot_[slot] = kInvalid;
+        if (chain_tail == kInvalid) {
+            chain_head = slot;
+        } else {
+            next_slot_[chain_tail] = slot;
+        }
+        chain_tail = slot;
+        ++packets;
+        bytes += slots_[slot].length_bytes;
+        slot = next;
+    }
+    if (packets == 0) return 0;
+    // An emptied bucket may stay on the leaf's flow lists: dequeue drops empty flows lazily.
+    bucket.packets -= packets;
+    bucket.bytes -= bytes;
+    source.packets -= packets;
+    source.bytes -= bytes;
+    source.counters.migrated_out_packets += packets;
+    if (source.packets == 0) deactivate_anywhere(source.node);
+
+    FlowAppend append;
+    const uint32_t target_flow = target.first_flow + (flow_hash & target.flow_mask);
+    for (uint32_t slot = chain_head; slot != kInvalid;) {
+        const uint32_t next = next_slot_[slot];
+        next_slot_[slot] = kInvalid;
+        slots_[slot].leaf = to;  // the descriptor names the leaf it is queued in
+        append_to_flow(target, target_flow, slot, slots_[slot].length_bytes, append);
+        slot = next;
+    }
+    append.flush(flows_);
+    target.counters.packets_in += packets;
+    target.counters.bytes_in += bytes;
+    target.bytes += bytes;
+    const bool was_idle = target.packets == 0;
+    target.packets += packets;
+    if (was_idle) activate(target.node);
+    return packets;
 }
 
 // ---- introspection ------------------------------------------------------------------------

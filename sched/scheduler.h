@@ -102,6 +102,16 @@ public:
     // without moving anything if a leaf has no destination or the pool lacks room.
     std::optional<ValidationError> migrate_from(Scheduler& old_tree);
 
+    // A flow changed class (the classifier reclassified it): moves every packet queued in leaf
+    // `from` whose flow_hash is `flow_hash` to the tail of its flow in leaf `to`, in order, with
+    // arrival times kept (limits and AQM bypassed: nothing is lost). Called before the flow's
+    // first packet for `to` is enqueued, its packets then stay in order whatever the two
+    // leaves' priorities, shapers or depths. Counted as migrated_out_packets of `from` and
+    // packets_in of `to`. O(packets queued in the flow's bucket of `from`) (all of `from` for
+    // a fifo leaf) plus O(children) per ancestor left idle. Returns the packets moved; 0 when
+    // `from` == `to` or either is not a leaf id. Owning lcore, between enqueue/dequeue calls.
+    uint32_t move_flow(uint16_t from, uint16_t to, uint32_t flow_hash);
+
     // Introspection (any time, off the hot path) --------------------------------------------
     const TreeSpec& spec() const { return spec_; }
     uint32_t node_count() const { return static_cast<uint32_t>(nodes_.size()); }
@@ -205,6 +215,7 @@ private:
     bool dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out, DropSink& sink,
                       Departures& taken);
     void deactivate(uint32_t leaf_node);
+    void deactivate_anywhere(uint32_t leaf_node);
     void activate(uint32_t node);
     uint64_t eligible_time(uint32_t node, uint64_t now_ns);
     struct DepartureTally;

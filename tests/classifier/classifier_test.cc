@@ -46,6 +46,7 @@ TEST(Classifier, InvalidConfigNamesFieldsAndThrows) {
     config.default_class = 7;
     config.rules.resize(2);
     config.rules[1].match.dscp = 99;
+    config.reclass_gap_ns = 2'000'000;
     config.elephant_quiet_ns = 1;
     const auto errors = config.validate();
     ASSERT_EQ(errors.size(), 3u);
@@ -148,6 +149,37 @@ TEST(Classifier, ElephantDemotedAtAGapAndReturnsWhenQuiet) {
     EXPECT_EQ(classifier.counters().elephant_returns, 1u);
     // A small flow on the same port never moves.
     for (int i = 0; i < 100; ++i) EXPECT_EQ(run(classifier, tcp4(40001, 8000), i * kMs).class_id, kInference);
+}
+
+// Default (reclass_gap 0): a flow that never pauses is demoted with the packet that crosses
+// the threshold, which names the class its earlier packets got (the scheduler moves those);
+// it returns after a quiet period the same way.
+TEST(Classifier, ContinuousElephantIsDemotedAtOnceNamingThePreviousClass) {
+    ClassifierConfig config = elephant_config();
+    config.reclass_gap_ns = 0;
+    Classifier classifier(config);
+    const auto big = tcp4(40000, 8000, 0, 1400);  // 1454-byte frames on an inference port
+    uint64_t now = 0;
+    int demoted_at = -1;
+    for (int i = 0; i < 200; ++i, now += 10'000) {  // one every 10 us: never a gap
+        const Result r = run(classifier, big, now);
+        if (demoted_at < 0 && r.class_id == kTraining) {
+            demoted_at = i;
+            EXPECT_EQ(r.source, MatchSource::elephant);
+            EXPECT_EQ(r.previous_class, kInference);
+        } else {
+            EXPECT_EQ(r.previous_class, kNoPreviousClass) << i;
+            EXPECT_EQ(r.class_id, demoted_at < 0 ? kInference : kTraining) << i;
+        }
+    }
+    EXPECT_EQ(demoted_at, 6);  // the 7th packet takes the window past 10,000 bytes
+    EXPECT_EQ(classifier.counters().elephant_demotions, 1u);
+    EXPECT_EQ(classifier.counters().reclass_deferred, 0u);
+    now += 50 * kMs;
+    const Result back = run(classifier, big, now);
+    EXPECT_EQ(back.class_id, kInference);
+    EXPECT_EQ(back.previous_class, kTraining);
+    EXPECT_EQ(classifier.counters().elephant_returns, 1u);
 }
 
 TEST(Classifier, ElephantDoesNotOverrideRules) {
@@ -277,8 +309,48 @@ TEST(Classifier, MalformedPolicyAndCounters) {
     EXPECT_EQ(dropping.counters().per_class[kOther].drops, 1u);
 }
 
-TEST(Classifier, RuleSwapReclassifiesCachedFlowsAtAGap) {
+// Default (reclass_gap 0): a busy flow changes lane with its next packet, whose Result names
+// the lane and job its earlier packets got (the scheduler moves those along, no reordering).
+TEST(Classifier, RuleSwapReclassifiesCachedFlowsAtOnceNamingThePreviousClass) {
     Classifier classifier(ClassifierConfig::defaults());
+    const auto frame = tcp4(40000, 22);
+    Result r = run(classifier, frame, 0);
+    EXPECT_EQ(r.class_id, kOther);
+    EXPECT_EQ(r.previous_class, kNoPreviousClass);
+    Rule rule;
+    rule.match.dst_ports = {22, 22};
+    rule.action.class_id = kInference;
+    rule.action.job_id = 5;
+    const std::vector<Rule> rules{rule};
+    const CompiledRuleTable table = CompiledRuleTable::build(rules, 2);
+    classifier.use_rules(table);
+    r = run(classifier, frame, 100);  // 100 ns later: no gap at all
+    EXPECT_EQ(r.class_id, kInference);
+    EXPECT_EQ(r.job_id, 5u);
+    EXPECT_EQ(r.previous_class, kOther);
+    EXPECT_EQ(r.previous_job, 0u);
+    EXPECT_EQ(run(classifier, frame, 200).previous_class, kNoPreviousClass);  // moved once
+    EXPECT_EQ(classifier.counters().reclassifications, 1u);
+    EXPECT_EQ(run(classifier, tcp4(40001, 22), 0).source, MatchSource::rule);
+    EXPECT_EQ(classifier.counters().per_rule[0].packets, 3u);
+
+    // The job alone changing (same class) moves the flow too: its leaf may be per job.
+    rule.action.job_id = 6;
+    const std::vector<Rule> job_rules{rule};
+    const CompiledRuleTable job_table = CompiledRuleTable::build(job_rules, 2);
+    classifier.use_rules(job_table);
+    r = run(classifier, frame, 300);
+    EXPECT_EQ(r.job_id, 6u);
+    EXPECT_EQ(r.previous_class, kInference);
+    EXPECT_EQ(r.previous_job, 5u);
+}
+
+// With reclass_gap > 0 (consumers that cannot move queued packets) a busy flow keeps its old
+// lane until a gap that long.
+TEST(Classifier, RuleSwapWithReclassGapWaitsForAGap) {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    config.reclass_gap_ns = 2'000'000;
+    Classifier classifier(config);
     const auto frame = tcp4(40000, 22);
     EXPECT_EQ(run(classifier, frame, 0).class_id, kOther);
     Rule rule;
@@ -287,12 +359,13 @@ TEST(Classifier, RuleSwapReclassifiesCachedFlowsAtAGap) {
     const std::vector<Rule> rules{rule};
     const CompiledRuleTable table = CompiledRuleTable::build(rules, 2);
     classifier.use_rules(table);
-    // Busy flow: keeps its old lane until a gap (no reordering).
     Result r = run(classifier, frame, 100'000);
     EXPECT_EQ(r.class_id, kOther);
     EXPECT_EQ(r.rule_index, kNoRule);  // attribution stays with the lane actually used
-    EXPECT_EQ(run(classifier, frame, 100'000 + classifier.config().reclass_gap_ns).class_id, kInference);
-    // New flows get the new rule immediately.
+    EXPECT_EQ(r.previous_class, kNoPreviousClass);
+    r = run(classifier, frame, 100'000 + config.reclass_gap_ns);
+    EXPECT_EQ(r.class_id, kInference);
+    EXPECT_EQ(r.previous_class, kOther);
     EXPECT_EQ(run(classifier, tcp4(40001, 22), 0).source, MatchSource::rule);
     EXPECT_EQ(classifier.counters().per_rule[0].packets, 2u);
 }
@@ -323,6 +396,7 @@ TEST(Classifier, BurstEqualsSinglePacketPath) {
             EXPECT_EQ(out[i].source, expected.source) << i;
             EXPECT_EQ(out[i].flow_hash, expected.flow_hash) << i;
             EXPECT_EQ(out[i].malformed, expected.malformed) << i;
+            EXPECT_EQ(out[i].previous_class, expected.previous_class) << i;
         }
     }
     EXPECT_EQ(burst.counters().elephants_detected, single.counters().elephants_detected);

@@ -467,7 +467,8 @@ TEST(PolicyErrors, ElephantQuietShorterThanReclassGap) {
     const PolicyResult result = base_with(
         "classifier:\n"
         "  heuristics:\n"
-        "    elephant: {bytes: 1MB, window: 1s, quiet: 1ms, class: bulk}\n");
+        "    elephant: {bytes: 1MB, window: 1s, quiet: 1ms, class: bulk}\n"
+        "    reclass_gap: 2ms\n");
     expect_error(result, "classifier.heuristics.elephant.quiet", 15, 47, "at least reclass_gap");
 }
 

@@ -53,7 +53,7 @@ TEST(PolicyModel, OtherSectionDefaults) {
     EXPECT_FALSE(heuristics.serving.has_value());
     EXPECT_FALSE(heuristics.elephant.has_value());
     EXPECT_EQ(heuristics.malformed, MalformedAction::default_class);
-    EXPECT_EQ(heuristics.reclass_gap_ns, 2'000'000u);
+    EXPECT_EQ(heuristics.reclass_gap_ns, 0u);  // reclassify at once, queued packets move
     EXPECT_EQ(policy->classifier.flow_table.capacity, 65536u);
     EXPECT_EQ(policy->classifier.flow_table.slots_per_flow, 4u);
     EXPECT_EQ(policy->classifier.flow_table.idle_timeout_ns, 30'000'000'000u);

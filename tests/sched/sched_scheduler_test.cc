@@ -478,5 +478,102 @@ TEST(SchedulerTest, SojournCountersAndNextEligible) {
     EXPECT_EQ(counters.bytes_out, 2000u);
 }
 
+// Per-leaf conservation, with packets moved out by move_flow counted as leaving.
+void expect_leaf_conservation(const Scheduler& scheduler, uint16_t leaf) {
+    const QueueCounters c = scheduler.leaf_counters(leaf);
+    EXPECT_EQ(c.packets_in, c.packets_out + c.dropped_packets() + c.depth_packets +
+                                c.migrated_out_packets)
+        << scheduler.leaf_name(leaf);
+}
+
+// A flow reclassified from a shaped high-priority fq leaf to a low-priority fifo leaf: its
+// queued packets move with it, so the packets it sends afterwards (into the fifo leaf) cannot
+// overtake them, although the fifo leaf is served while the shaper holds the fq leaf back.
+// A flow sharing the fq bucket stays where it is.
+TEST(SchedulerTest, MoveFlowKeepsTheFlowInOrderAcrossLeaves) {
+    TreeSpec spec;
+    spec.nodes.push_back(make_node("root", NodeKind::strict));
+    spec.nodes.push_back(make_leaf("hi", NodeKind::fq, "root"));
+    spec.nodes.back().priority = 0;
+    spec.nodes.back().shaper = {100'000'000, 3000};  // 100 Mbit/s: holds "hi" back
+    spec.nodes.push_back(make_leaf("lo", NodeKind::fifo, "root"));
+    spec.nodes.back().priority = 1;
+    auto scheduler = build_or_fail(spec);
+    ASSERT_TRUE(scheduler);
+    const uint16_t hi = *scheduler->leaf_id("hi");
+    const uint16_t lo = *scheduler->leaf_id("lo");
+    constexpr uint32_t kFlow = 7;
+    constexpr uint32_t kSameBucket = 7 + 1024;  // shares the fq bucket, different flow
+    std::vector<Packet> before;
+    for (uint64_t i = 0; i < 40; ++i) {
+        before.push_back(make_packet(hi, 1000, kFlow, i));
+        if (i % 4 == 0) before.push_back(make_packet(hi, 1000, kSameBucket, 1000 + i));
+    }
+    ASSERT_EQ(offer(*scheduler, before, 0), before.size());
+    Output output;
+    drain(*scheduler, 3, 0, output);  // the burst allowance of "hi"
+    EXPECT_EQ(scheduler->move_flow(hi, lo, kFlow), 40u - uint32_t(std::count_if(
+        output.packets.begin(), output.packets.end(),
+        [](const Packet& p) { return p.flow_hash == kFlow; })));
+    EXPECT_EQ(scheduler->move_flow(hi, lo, kFlow), 0u);  // nothing left to move
+    EXPECT_EQ(scheduler->move_flow(lo, lo, kFlow), 0u);
+    std::vector<Packet> after;
+    for (uint64_t i = 40; i < 60; ++i) after.push_back(make_packet(lo, 1000, kFlow, i));
+    ASSERT_EQ(offer(*scheduler, after, 1), after.size());
+    for (uint64_t now = 1; scheduler->queued_packets() != 0; now += 10'000) {
+        drain(*scheduler, kBurst, now, output);
+        ASSERT_LT(now, 1'000'000'000u);
+    }
+    std::vector<uint64_t> flow_ids;
+    std::vector<uint64_t> other_ids;
+    for (const Packet& p : output.packets) {
+        (p.flow_hash == kFlow ? flow_ids : other_ids).push_back(id_of(p));
+        if (p.flow_hash == kSameBucket) {
+            EXPECT_EQ(p.leaf, hi);
+        }
+    }
+    ASSERT_EQ(flow_ids.size(), 60u);
+    EXPECT_TRUE(std::is_sorted(flow_ids.begin(), flow_ids.end()));
+    EXPECT_EQ(other_ids.size(), 10u);
+    EXPECT_TRUE(std::is_sorted(other_ids.begin(), other_ids.end()));
+    // The move is what kept the order: without it "lo" (served while "hi" waits for tokens)
+    // would have sent packet 40 before most of 3..39.
+    EXPECT_GT(scheduler->leaf_counters(hi).migrated_out_packets, 30u);
+    expect_leaf_conservation(*scheduler, hi);
+    expect_leaf_conservation(*scheduler, lo);
+}
+
+// Emptying a leaf from the middle of its drr parent's ring (not the head, which is all that
+// dequeue ever empties) leaves the ring intact: every packet leaves exactly once, and the
+// emptied leaf is served again when it refills.
+TEST(SchedulerTest, MoveFlowEmptyingALeafInTheMiddleOfADrrRing) {
+    TreeSpec spec;
+    spec.nodes.push_back(make_node("root", NodeKind::drr));
+    for (const char* name : {"a", "b", "c", "d"})
+        spec.nodes.push_back(make_leaf(name, NodeKind::fifo, "root"));
+    auto scheduler = build_or_fail(spec);
+    ASSERT_TRUE(scheduler);
+    std::vector<Packet> arrivals;
+    uint64_t id = 0;
+    for (uint16_t leaf = 0; leaf < 4; ++leaf)
+        for (int i = 0; i < 5; ++i) arrivals.push_back(make_packet(leaf, 500, leaf, id++));
+    ASSERT_EQ(offer(*scheduler, arrivals, 0), arrivals.size());
+    Output output;
+    drain(*scheduler, 1, 0, output);  // "a" at the head, b..d behind it
+    EXPECT_EQ(scheduler->move_flow(2, 3, 2), 5u);  // "c" empties in the middle of the ring
+    EXPECT_EQ(scheduler->move_flow(1, 0, 1), 5u);  // "b" too
+    drain(*scheduler, 1000, 0, output);
+    EXPECT_EQ(scheduler->queued_packets(), 0u);
+    std::vector<uint64_t> ids;
+    for (const Packet& p : output.packets) ids.push_back(id_of(p));
+    std::sort(ids.begin(), ids.end());
+    ASSERT_EQ(ids.size(), 20u);
+    for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(ids[i], i);
+    ASSERT_EQ(offer(*scheduler, {make_packet(2, 500, 2, 100)}, 1), 1u);
+    Output again;
+    EXPECT_EQ(drain(*scheduler, 10, 1, again), 1u);
+    for (uint16_t leaf = 0; leaf < 4; ++leaf) expect_leaf_conservation(*scheduler, leaf);
+}
+
 }  // namespace
 }  // namespace twinlane::sched
