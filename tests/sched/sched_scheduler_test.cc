@@ -478,10 +478,11 @@ TEST(SchedulerTest, SojournCountersAndNextEligible) {
     EXPECT_EQ(counters.bytes_out, 2000u);
 }
 
-// Per-leaf conservation, with packets moved out by move_flow counted as leaving.
+// Per-leaf conservation of admitted packets, those moved out by move_flow counted as leaving.
 void expect_leaf_conservation(const Scheduler& scheduler, uint16_t leaf) {
     const QueueCounters c = scheduler.leaf_counters(leaf);
-    EXPECT_EQ(c.packets_in, c.packets_out + c.dropped_packets() + c.depth_packets +
+    // packets_in counts admitted packets: CoDel drops were admitted, tail drops were not.
+    EXPECT_EQ(c.packets_in, c.packets_out + c.drops(DropReason::codel) + c.depth_packets +
                                 c.migrated_out_packets)
         << scheduler.leaf_name(leaf);
 }
