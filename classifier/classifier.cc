@@ -180,17 +180,18 @@ __attribute__((always_inline)) inline void Classifier::prepare(const uint8_t* fr
     SimpleIpv4 simple;
     if (parse_simple_ipv4(frame, header_bytes, wire_length, parser_options_, simple))
         [[likely]] {
-        // Same layout as make_key() (see packet_key.h): untagged IPv4, no RoCE.
+        // Same layout as make_key() (see packet_key.h): IPv4, maybe one VLAN tag and RoCE.
         key.words[0] = uint64_t{simple.src_ipv4} << 32;
         key.words[1] = 0;
         key.words[2] = uint64_t{simple.dst_ipv4} << 32;
         key.words[3] = 0;
-        key.words[4] = (uint64_t{ingress_port} << 48) | (uint64_t{simple.src_port} << 16) |
-                       simple.dst_port;
+        key.words[4] = (uint64_t{ingress_port} << 48) | (uint64_t{simple.vlan_id} << 32) |
+                       (uint64_t{simple.src_port} << 16) | simple.dst_port;
         key.words[5] = (uint64_t{simple.ip_protocol} << 56) |
-                       (uint64_t{uint8_t(simple.traffic_class >> 2)} << 48) | (uint64_t{4} << 40);
+                       (uint64_t{uint8_t(simple.traffic_class >> 2)} << 48) | (uint64_t{4} << 40) |
+                       (uint64_t{simple.roce} << 32) | simple.dest_qp;
         prepared.fragment_id = 0;
-        prepared.l3_offset = 14;
+        prepared.l3_offset = simple.l3_offset;
         prepared.ip_version = 4;
         prepared.dscp = simple.traffic_class >> 2;
         prepared.ecn = simple.traffic_class & 3;

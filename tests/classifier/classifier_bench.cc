@@ -22,28 +22,42 @@
 namespace twinlane::classifier {
 namespace {
 
+using testing::Ipv4Address;
 using testing::PacketBuilder;
 constexpr uint32_t kFrameBytes = 64;
 
-// `count` distinct UDP flows as 64-byte frames, contiguous, in a shuffled flow order.
+// What the frames of a FramePool carry: plain UDP, RoCEv2 (UDP 4791, one QP per flow: a
+// gateway's training traffic), or TCP behind one 802.1Q tag.
+enum class FrameKind { udp, roce, vlan_tcp };
+
+// `count` distinct flows as 64-byte frames, contiguous, in a shuffled flow order.
 struct FramePool {
     std::vector<uint8_t> bytes;
     std::vector<const uint8_t*> pointers;
     std::vector<uint32_t> lengths;
 
-    FramePool(uint32_t count, uint32_t seed) : bytes(size_t{count} * kFrameBytes) {
+    FramePool(uint32_t count, uint32_t seed, FrameKind kind = FrameKind::udp)
+        : bytes(size_t{count} * kFrameBytes) {
         std::vector<uint32_t> order(count);
         std::iota(order.begin(), order.end(), 0u);
         std::shuffle(order.begin(), order.end(), std::mt19937(seed));
         for (uint32_t i = 0; i < count; ++i) {
             const uint32_t flow = order[i];
-            auto frame = PacketBuilder()
-                             .ethernet()
-                             .ipv4({10, uint8_t(flow >> 16), uint8_t(flow >> 8), uint8_t(flow)},
-                                   {10, 200, uint8_t(flow % 7), uint8_t(flow % 251)}, 17)
-                             .udp(uint16_t(1024 + flow % 50000), uint16_t(flow % 3 ? 8000 : 9999))
-                             .payload(kFrameBytes - 42)
-                             .build();
+            const Ipv4Address src{10, uint8_t(flow >> 16), uint8_t(flow >> 8), uint8_t(flow)};
+            const Ipv4Address dst{10, 200, uint8_t(flow % 7), uint8_t(flow % 251)};
+            PacketBuilder builder;
+            builder.ethernet();
+            if (kind == FrameKind::udp) {
+                builder.ipv4(src, dst, 17).udp(uint16_t(1024 + flow % 50000),
+                                               uint16_t(flow % 3 ? 8000 : 9999));
+            } else if (kind == FrameKind::roce) {  // same address pair, one QP per flow
+                builder.ipv4({10, 1, 0, 1}, {10, 2, 0, 1}, 17).udp(49152, 4791).bth(4, flow);
+            } else {
+                builder.vlan(uint16_t(100 + flow % 8)).ipv4(src, dst, 6)
+                    .tcp(uint16_t(1024 + flow % 50000), 50051);
+            }
+            const size_t headers = builder.build().size();
+            auto frame = builder.payload(uint32_t(kFrameBytes - headers)).build();
             std::copy(frame.begin(), frame.end(), bytes.begin() + ptrdiff_t(size_t{i} * kFrameBytes));
         }
         for (uint32_t i = 0; i < count; ++i) {
@@ -105,6 +119,35 @@ BENCHMARK(BM_HitPath_Burst)->Arg(256)->Arg(4096)->Arg(1 << 20);
 void BM_HitPath_Burst_TwoSlotsPerFlow(benchmark::State& state) { hit_path(state, true, 2); }
 BENCHMARK(BM_HitPath_Burst_TwoSlotsPerFlow)->Arg(1 << 20);
 BENCHMARK(BM_HitPath_Single)->Arg(4096)->Arg(1 << 20);
+
+// The hit path for 4096 hot flows of a gateway's other common frames: RoCEv2 (training; one
+// QP per flow) and TCP behind one 802.1Q tag. Both take parse_simple_ipv4 since the fifth
+// session (before: the full parser).
+void hit_path_of(benchmark::State& state, FrameKind kind) {
+    constexpr uint32_t kFlows = 4096;
+    Classifier classifier(hit_config(kFlows, kDefaultSlotsPerFlow));
+    const FramePool warmup(kFlows, 1, kind);
+    std::vector<Result> warm(kFlows);
+    classifier.classify_burst(warmup.pointers.data(), warmup.lengths.data(), kFlows, 0, 0,
+                              warm.data());
+    const FramePool traffic(kFlows, 2, kind);
+    Result out[kMaxBurst];
+    uint32_t next = 0;
+    uint64_t now = 1;
+    for (auto _ : state) {
+        classifier.classify_burst(&traffic.pointers[next], &traffic.lengths[next], kMaxBurst, 0,
+                                  now, out);
+        benchmark::DoNotOptimize(out);
+        next = next + 2 * kMaxBurst > kFlows ? 0 : next + kMaxBurst;
+        ++now;
+    }
+    if (classifier.counters().flow_inserts != kFlows) state.SkipWithError("flows missed the cache");
+    state.SetItemsProcessed(int64_t(state.iterations()) * kMaxBurst);
+}
+void BM_HitPath_Roce_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::roce); }
+void BM_HitPath_VlanTcp_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::vlan_tcp); }
+BENCHMARK(BM_HitPath_Roce_Burst);
+BENCHMARK(BM_HitPath_VlanTcp_Burst);
 
 // The hit path with the default flow table (65536 entries) and its per-burst ageing step on
 // (64 visits, 30 s timeout: nothing expires), as the dataplane runs it: `flows` hot flows.

@@ -70,8 +70,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         ParsedPacket parsed;
         if (parse_packet(frame.get(), uint32_t(frame_size), wire, options, parsed) !=
                 MalformedReason::none ||
-            parsed.l3_offset != 14 || parsed.flow_ip_version != 4 || parsed.vlan_id != 0 ||
-            parsed.fragment != Fragment::none || parsed.roce || parsed.vxlan ||
+            parsed.l3_offset != simple.l3_offset || parsed.flow_ip_version != 4 ||
+            parsed.vlan_id != simple.vlan_id || parsed.fragment != Fragment::none ||
+            parsed.roce != simple.roce || parsed.dest_qp != simple.dest_qp || parsed.vxlan ||
             parsed.flow_dscp != simple.traffic_class >> 2 || parsed.ecn != (simple.traffic_class & 3) ||
             parsed.src_ipv4 != simple.src_ipv4 || parsed.dst_ipv4 != simple.dst_ipv4 ||
             parsed.ip_protocol != simple.ip_protocol || parsed.src_port != simple.src_port ||

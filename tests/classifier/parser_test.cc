@@ -194,18 +194,20 @@ bool simple_agrees(const uint8_t* data, uint32_t header_bytes, uint32_t wire_len
     if (!parse_simple_ipv4(data, header_bytes, wire_length, options, simple)) return false;
     ParsedPacket p;
     EXPECT_EQ(parse_packet(data, header_bytes, wire_length, options, p), MalformedReason::none);
-    EXPECT_EQ(p.l3_offset, 14);
+    EXPECT_EQ(p.l3_offset, simple.l3_offset);
+    EXPECT_EQ(p.flow_l3_offset, simple.l3_offset);
     EXPECT_EQ(p.ip_version, 4);
     EXPECT_EQ(p.flow_ip_version, 4);
     EXPECT_EQ(p.dscp, simple.traffic_class >> 2);
     EXPECT_EQ(p.flow_dscp, simple.traffic_class >> 2);
     EXPECT_EQ(p.ecn, simple.traffic_class & 3);
-    EXPECT_EQ(p.vlan_id, 0);
+    EXPECT_EQ(p.vlan_id, simple.vlan_id);
+    EXPECT_EQ(p.vlan_count, simple.l3_offset == 18 ? 1 : 0);
     EXPECT_EQ(p.fragment, Fragment::none);
     EXPECT_EQ(p.fragment_id, 0u);
-    EXPECT_FALSE(p.roce);
+    EXPECT_EQ(p.roce, simple.roce);
     EXPECT_FALSE(p.vxlan);
-    EXPECT_EQ(p.dest_qp, 0u);
+    EXPECT_EQ(p.dest_qp, simple.dest_qp);
     EXPECT_EQ(p.src_ipv4, simple.src_ipv4);
     EXPECT_EQ(p.dst_ipv4, simple.dst_ipv4);
     EXPECT_EQ(p.ip_protocol, simple.ip_protocol);
@@ -244,11 +246,28 @@ TEST(Parser, SimpleIpv4PathAgreesWithFullParser) {
         }
     }
     EXPECT_GT(accepted, 1000u);  // the fast path is actually taken
-    // The plain cases take it; RoCE and (with vxlan_inner) VXLAN never do.
+    // The plain cases, RoCEv2 and one 802.1Q tag take it; two tags and (with vxlan_inner)
+    // VXLAN never do.
     const auto tcp = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
     EXPECT_TRUE(simple_agrees(tcp.data(), uint32_t(tcp.size()), uint32_t(tcp.size()), {}));
     const auto roce = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17).udp(1, 4791).bth(4, 9).build();
-    EXPECT_FALSE(simple_agrees(roce.data(), uint32_t(roce.size()), uint32_t(roce.size()), {}));
+    EXPECT_TRUE(simple_agrees(roce.data(), uint32_t(roce.size()), uint32_t(roce.size()), {}));
+    SimpleIpv4 simple;
+    ASSERT_TRUE(parse_simple_ipv4(roce.data(), uint32_t(roce.size()), uint32_t(roce.size()), {},
+                                  simple));
+    EXPECT_TRUE(simple.roce);
+    EXPECT_EQ(simple.dest_qp, 9u);
+    const auto tagged = PacketBuilder().ethernet().vlan(300).ipv4(kSrc4, kDst4, 6)
+                            .tcp(1, 2).build();
+    EXPECT_TRUE(simple_agrees(tagged.data(), uint32_t(tagged.size()), uint32_t(tagged.size()), {}));
+    ASSERT_TRUE(parse_simple_ipv4(tagged.data(), uint32_t(tagged.size()),
+                                  uint32_t(tagged.size()), {}, simple));
+    EXPECT_EQ(simple.vlan_id, 300);
+    EXPECT_EQ(simple.l3_offset, 18);
+    const auto stacked = PacketBuilder().ethernet().vlan(10, 0x88A8).vlan(300)
+                             .ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
+    EXPECT_FALSE(simple_agrees(stacked.data(), uint32_t(stacked.size()),
+                               uint32_t(stacked.size()), {}));
     const auto vxlan = vxlan_cases()[0].frame;
     EXPECT_FALSE(simple_agrees(vxlan.data(), uint32_t(vxlan.size()), uint32_t(vxlan.size()),
                                vxlan_options()));
