@@ -26,6 +26,7 @@
 // the owning thread only (e.g. between bursts when the control plane asks).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -135,6 +136,12 @@ public:
     // `slots_per_flow`: a power of two in [2, kMaxSlotsPerFlow]; capacity × slots_per_flow at
     // most kMaxFlowSlots (ClassifierConfig::validate checks both).
     explicit FlowTable(uint32_t capacity, uint32_t slots_per_flow = kDefaultSlotsPerFlow);
+    // What the constructor allocates (and touches), for a memory check before building.
+    static uint64_t memory_bytes(uint32_t capacity, uint32_t slots_per_flow) {
+        const uint64_t slots =
+            std::bit_ceil(std::max<uint64_t>(2, uint64_t{capacity} * slots_per_flow));
+        return slots * (sizeof(FlowEntry) + sizeof(FlowColdState));
+    }
 
     // Entry for `key` (with `hash` = hash_key(key)), or nullptr.
     FlowEntry* find(const PacketKey& key, uint32_t hash) {
