@@ -15,7 +15,6 @@
 #include <bit>
 #include <chrono>
 #include <condition_variable>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -29,6 +28,7 @@
 #include "dataplane/daemon_control.h"
 #include "dataplane/eal.h"
 #include "dataplane/lcore_plan.h"
+#include "dataplane/memory_check.h"
 #include "dataplane/packet_meta.h"
 #include "dataplane/port.h"
 #include "dataplane/run_report.h"
@@ -261,39 +261,14 @@ bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
     return true;
 }
 
-// MemAvailable from /proc/meminfo, in bytes; 0 when unknown.
-uint64_t available_memory_bytes() {
-    std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    uint64_t kib = 0;
-    std::string unit;
-    while (meminfo >> key >> kib >> unit)
-        if (key == "MemAvailable:") return kib * 1024;
-    return 0;
-}
-
-// Every RX lcore builds its own flow table, allocated and touched at start: a capacity or
-// slots_per_flow beyond the machine's memory would end in an out-of-memory kill, not an error.
-bool flow_tables_fit(const control::Policy& policy, const classifier::ClassifierConfig& config,
-                     size_t rx_lcores, std::string& error) {
-    const uint64_t per_lcore = classifier::FlowTable::memory_bytes(config.flow_table_capacity,
-                                                                   config.flow_slots_per_flow);
-    const uint64_t needed = per_lcore * rx_lcores;
-    const uint64_t available = available_memory_bytes();
-    if (available == 0 || needed <= available) return true;
-    const auto mib = [](uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
-    error = "classifier.flow_table: " + std::to_string(rx_lcores) + " RX lcores x " +
-            mib(per_lcore) + " (capacity " + std::to_string(policy.classifier.flow_table.capacity) +
-            " x slots_per_flow " + std::to_string(policy.classifier.flow_table.slots_per_flow) +
-            " x 128 B) = " + mib(needed) + ", more than the " + mib(available) +
-            " this machine has available; lower capacity or slots_per_flow";
-    return false;
-}
-
 bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error) {
     size_t rx_lcores = 0;
     for (const LcoreRole& role : plan.lcores) rx_lcores += role.rx.empty() ? 0 : 1;
-    if (!flow_tables_fit(*p.policy, p.compiled.classifier, rx_lcores, error)) return false;
+    // Each RX lcore's flow table is allocated and touched below.
+    if (auto too_big = flow_tables_exceed_memory(*p.policy, p.compiled.classifier, rx_lcores)) {
+        error = *too_big;
+        return false;
+    }
     for (const LcoreRole& role : plan.lcores) {
         auto ctx = std::make_unique<LcoreContext>();
         ctx->lcore = role.lcore;

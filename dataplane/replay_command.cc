@@ -15,6 +15,7 @@
 #include "control/policy.h"
 #include "control/units.h"
 #include "dataplane/eal.h"
+#include "dataplane/memory_check.h"
 #include "replay/fifo_discipline.h"
 #include "replay/pcap_io.h"
 #include "replay/replay_engine.h"
@@ -190,6 +191,10 @@ int run(const ReplayArgs& args) {
         }
     }
 
+    if (auto too_big = flow_tables_exceed_memory(*setup->policy, setup->compiled.classifier, 1)) {
+        spdlog::error("{}", *too_big);
+        return 2;
+    }
     std::vector<std::unique_ptr<replay::ReplayReport>> reports;
     int rc = 0;
     for (const auto& name : disciplines) {

@@ -67,9 +67,16 @@ YAML
     timeout 60 "$twinlane" run -c "$WORK/huge.yaml" --no-control --duration 1 -- \
         "${EAL_BASE[@]}" -l 0 >"$WORK/huge.txt" 2>&1 || rc=$?
     [ "$rc" -ne 0 ] || fail "exit code 0 for flow tables larger than memory"
-    grep -q "classifier.flow_table: 1 RX lcores x 32768 MiB .* lower capacity or slots_per_flow" \
+    grep -q "classifier.flow_table: 1 flow table(s) x 32768 MiB .* lower capacity or slots_per_flow" \
         "$WORK/huge.txt" || { cat "$WORK/huge.txt"; fail "error does not name the flow table setting"; }
     echo "PASS: flow tables beyond memory refused: $(grep -o "classifier.flow_table: [^,]*" "$WORK/huge.txt")"
+    rc=0
+    "$twinlane" replay -c "$WORK/huge.yaml" -i "$WORK/cooked.pcap" --bulk-class other \
+        >"$WORK/huge_replay.txt" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] || fail "replay: exit code 0 for a flow table larger than memory"
+    grep -q "classifier.flow_table: 1 flow table(s) x 32768 MiB" "$WORK/huge_replay.txt" ||
+        { cat "$WORK/huge_replay.txt"; fail "replay: error does not name the flow table setting"; }
+    echo "PASS: replay refuses it too"
 else
     echo "skipped the flow-table memory check: ${available_kib:-unknown} KiB available"
 fi
