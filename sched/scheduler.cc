@@ -889,6 +889,7 @@ uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
     if (from == to || from >= leaves_.size() || to >= leaves_.size()) return 0;
     Leaf& source = leaves_[from];
     Leaf& target = leaves_[to];
+    if (source.packets == 0) return 0;
     // Take the flow's packets out of its bucket in `source` (shared with colliding flows, which
     // stay), keeping their order in a chain.
     Flow& bucket = flows_[source.first_flow + (flow_hash & source.flow_mask)];
