@@ -352,30 +352,11 @@ void Scheduler::activate(uint32_t node_index) {
     }
 }
 
-// The leaf at `leaf_node` just emptied: unlink it, and each ancestor that became idle. Packets
-// only leave along the path pick() just chose, where each node is the head of its drr parent's
-// active ring, so removing an emptied child is a pop of the head.
+// The leaf at `leaf_node` just emptied: unlink it, and each ancestor that became idle. When a
+// packet left, the path is the one pick() just chose, where each node is the head of its drr
+// parent's active ring (the search below stops at once); move_flow may empty a leaf anywhere
+// in the ring. O(children) per level at worst.
 void Scheduler::deactivate(uint32_t leaf_node) {
-    for (uint32_t n = leaf_node;;) {
-        Node& node = nodes_[n];
-        if (node.parent == kInvalid) return;
-        Node& parent = nodes_[node.parent];
-        if (!node.parent_is_drr) {
-            parent.backlog_mask &= ~(uint64_t{1} << node.position_in_parent);
-            if (parent.backlog_mask != 0) return;
-        } else {
-            parent.active_head = node.next_active;
-            if (parent.active_head == kInvalid) parent.active_tail = kInvalid;
-            node.next_active = kInvalid;
-            if (--parent.active_count != 0) return;
-        }
-        n = node.parent;
-    }
-}
-
-// The leaf at `leaf_node` emptied without being picked (move_flow): as deactivate(), but a drr
-// parent's ring is searched for it, as it may sit anywhere in the ring. O(children) per level.
-void Scheduler::deactivate_anywhere(uint32_t leaf_node) {
     for (uint32_t n = leaf_node;;) {
         Node& node = nodes_[n];
         if (node.parent == kInvalid) return;
@@ -929,7 +910,7 @@ uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
     source.packets -= packets;
     source.bytes -= bytes;
     source.counters.migrated_out_packets += packets;
-    if (source.packets == 0) deactivate_anywhere(source.node);
+    if (source.packets == 0) deactivate(source.node);
 
     FlowAppend append;
     const uint32_t target_flow = target.first_flow + (flow_hash & target.flow_mask);

@@ -215,7 +215,6 @@ private:
     bool dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out, DropSink& sink,
                       Departures& taken);
     void deactivate(uint32_t leaf_node);
-    void deactivate_anywhere(uint32_t leaf_node);
     void activate(uint32_t node);
     uint64_t eligible_time(uint32_t node, uint64_t now_ns);
     struct DepartureTally;
