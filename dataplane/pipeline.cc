@@ -106,6 +106,7 @@ void enqueue_scratch(EgressTask& e, uint32_t n, LcoreCounters& c, uint64_t now_n
 }
 
 static_assert(PacketMeta{}.previous_class == classifier::kNoPreviousClass);
+static_assert(kMaxLanes <= 32, "enqueue_lane keeps a bit per lane");
 
 uint8_t lane_of_class(uint8_t class_id, const PipelineShared& shared) {
     return static_cast<uint8_t>(std::min<uint32_t>(class_id, shared.lane_count - 1));
@@ -122,13 +123,17 @@ void follow_reclassification(EgressTask& e, uint8_t old_class, uint32_t old_job,
 }
 
 uint32_t admit_ring_snapshot(EgressTask& e, uint8_t lane, LcoreCounters& c,
-                             const PipelineShared& shared, uint64_t now_ns);
+                             const PipelineShared& shared, uint64_t now_ns,
+                             uint32_t lanes_in_progress);
 
 // Enqueues one lane ring's packets into the scheduler, from their mbuf metadata. Returns the
 // packets admitted, counting those of other lanes admitted on the way (below).
+// `lanes_in_progress`: lanes whose ring is being admitted further up the call chain (a bit
+// per lane); their rings are not drained again here.
 uint32_t enqueue_lane(EgressTask& e, rte_mbuf* const* m, uint32_t n, uint8_t lane,
                       LcoreCounters& c, const PipelineShared& shared, uint64_t now_ns,
-                      bool drain_old_lanes = true) {
+                      uint32_t lanes_in_progress = 0) {
+    lanes_in_progress |= 1u << lane;
     sched::Packet* pkts = e.scratch_packets.data();
     const LaneLeaf leaf(e, lane);
     uint32_t filled = 0;
@@ -139,12 +144,14 @@ uint32_t enqueue_lane(EgressTask& e, rte_mbuf* const* m, uint32_t n, uint8_t lan
             // The flow's earlier packets are in the old lane: in the scheduler, or still in the
             // old lane's ring, where the RX lcore put them before this packet (it enqueues a
             // burst holding a reclassification in arrival order). Admit what that ring held
-            // now (later entries came after this packet), then move the flow.
+            // now (later entries came after this packet), then move the flow. Reclassified
+            // packets in that ring do the same for their own old lanes, unless that lane is
+            // already being admitted up the chain (two flows swapping lanes at once).
             enqueue_scratch(e, filled, c, now_ns);
             filled = 0;
             const uint8_t old_lane = lane_of_class(meta.previous_class, shared);
-            if (drain_old_lanes && old_lane != lane)
-                admitted += admit_ring_snapshot(e, old_lane, c, shared, now_ns);
+            if ((lanes_in_progress & (1u << old_lane)) == 0)
+                admitted += admit_ring_snapshot(e, old_lane, c, shared, now_ns, lanes_in_progress);
             follow_reclassification(e, meta.previous_class, previous_job(m[i]), lane,
                                     meta.job_id, meta.flow_hash, shared);
         }
@@ -155,18 +162,17 @@ uint32_t enqueue_lane(EgressTask& e, rte_mbuf* const* m, uint32_t n, uint8_t lan
     return admitted;
 }
 
-// Admits the packets `lane`'s ring holds now. A reclassification among them moves its flow
-// but does not drain further rings (one level: a flow moving twice within one ring snapshot
-// could still be reordered).
+// Admits the packets `lane`'s ring holds now (see enqueue_lane).
 uint32_t admit_ring_snapshot(EgressTask& e, uint8_t lane, LcoreCounters& c,
-                             const PipelineShared& shared, uint64_t now_ns) {
+                             const PipelineShared& shared, uint64_t now_ns,
+                             uint32_t lanes_in_progress) {
     uint32_t admitted = 0;
     for (unsigned left = rte_ring_count(e.lanes[lane]); left != 0;) {
         rte_mbuf* m[kBurst];
         const unsigned n = rte_ring_dequeue_burst(e.lanes[lane], reinterpret_cast<void**>(m),
                                                   std::min<unsigned>(left, kBurst), nullptr);
         if (n == 0) break;
-        admitted += enqueue_lane(e, m, n, lane, c, shared, now_ns, false);
+        admitted += enqueue_lane(e, m, n, lane, c, shared, now_ns, lanes_in_progress);
         left -= n;
     }
     return admitted;
