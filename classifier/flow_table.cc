@@ -5,7 +5,7 @@
 namespace twinlane::classifier {
 
 FlowTable::FlowTable(uint32_t capacity, uint32_t slots_per_flow)
-    : entries_(std::bit_ceil(std::max<uint32_t>(2, capacity * slots_per_flow))),
+    : entries_(slots_for(capacity, slots_per_flow)),
       cold_(entries_.size()),
       capacity_(capacity),
       slot_mask_(uint32_t(entries_.size()) - 1) {}

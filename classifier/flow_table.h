@@ -136,11 +136,14 @@ public:
     // `slots_per_flow`: a power of two in [2, kMaxSlotsPerFlow]; capacity × slots_per_flow at
     // most kMaxFlowSlots (ClassifierConfig::validate checks both).
     explicit FlowTable(uint32_t capacity, uint32_t slots_per_flow = kDefaultSlotsPerFlow);
+    // Slots for `capacity` flows: slots_per_flow × capacity rounded up to a power of two.
+    static uint32_t slots_for(uint32_t capacity, uint32_t slots_per_flow) {
+        return std::bit_ceil(std::max<uint32_t>(2, capacity * slots_per_flow));
+    }
     // What the constructor allocates (and touches), for a memory check before building.
     static uint64_t memory_bytes(uint32_t capacity, uint32_t slots_per_flow) {
-        const uint64_t slots =
-            std::bit_ceil(std::max<uint64_t>(2, uint64_t{capacity} * slots_per_flow));
-        return slots * (sizeof(FlowEntry) + sizeof(FlowColdState));
+        return uint64_t{slots_for(capacity, slots_per_flow)} *
+               (sizeof(FlowEntry) + sizeof(FlowColdState));
     }
 
     // Entry for `key` (with `hash` = hash_key(key)), or nullptr.

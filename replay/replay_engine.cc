@@ -133,6 +133,14 @@ template <class D>
 }
 
 template <class D>
+void BasicReplayEngine<D>::drop_on_arrival(const classifier::Result& r, uint32_t wire_length,
+                                           uint64_t arrival_ns, const char* reason) {
+    const ReplayReport::Ticket ticket =
+        report_.on_arrival(r.class_id, wire_length, arrival_ns, r.flow_hash, r.job_id);
+    report_.on_drop(r.class_id, reason, arrival_ns, ticket);
+}
+
+template <class D>
 void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns) {
     // The classifier reads the frame where it is; without an output pcap it sees only the
     // first kHeaderBytes, as if the frame had been snapped there.
@@ -152,9 +160,7 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns)
     if (r.drop || record.wire_length == 0) {
         // An empty record (a damaged capture) has nothing to send; dropped here rather than by
         // the twinlane scheduler alone (which refuses length 0), so every discipline sees it so.
-        const ReplayReport::Ticket ticket =
-            report_.on_arrival(r.class_id, record.wire_length, arrival_ns, r.flow_hash, r.job_id);
-        report_.on_drop(r.class_id, r.drop ? "malformed" : "empty_record", arrival_ns, ticket);
+        drop_on_arrival(r, record.wire_length, arrival_ns, r.drop ? "malformed" : "empty_record");
         return;
     }
     // Records above the port's largest frame (host captures with TSO/GRO) go out as the
@@ -182,9 +188,7 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns)
         // Not splittable (non-IP, fragment, damaged length, ...): no port could send it. Drop
         // it here, so that every discipline (fifo and rte_sched have no frame limit of their
         // own) faces the same packets.
-        const ReplayReport::Ticket ticket =
-            report_.on_arrival(r.class_id, record.wire_length, arrival_ns, r.flow_hash, r.job_id);
-        report_.on_drop(r.class_id, "oversize", arrival_ns, ticket);
+        drop_on_arrival(r, record.wire_length, arrival_ns, "oversize");
         return;
     }
     const uint32_t slot_id = take_slot();

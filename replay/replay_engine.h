@@ -83,6 +83,9 @@ private:
     static constexpr uint32_t kChunkSlots = 1u << kChunkShift;
 
     void arrive(const PcapRecord& record, uint64_t arrival_ns);
+    // A record that reaches no discipline: counted as arrived and dropped for `reason`.
+    void drop_on_arrival(const classifier::Result& r, uint32_t wire_length, uint64_t arrival_ns,
+                         const char* reason);
     // One packet of `wire_length` bytes into the discipline; `frame` (`seen` bytes) is where
     // its IP header is read from.
     void enqueue_packet(const classifier::Result& r, const uint8_t* frame, uint32_t seen,

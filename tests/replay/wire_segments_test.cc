@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <numeric>
 #include <string>
 
@@ -147,20 +148,33 @@ TEST(WireSegments, WhatTsoWouldNotSplitStaysWhole) {
     EXPECT_GT(plan_segments(tcp, 1u << 20, 14, 4, kMaxFrame).count, 1u);
 }
 
+// conf/default.yaml compiled, and twinlane's scheduler for its first egress port as a replay
+// discipline: what both engine tests below replay through.
+control::CompiledPolicy default_policy() {
+    auto loaded = control::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
+    EXPECT_TRUE(loaded.ok());
+    return control::compile_policy(*loaded.policy);
+}
+
+std::unique_ptr<SchedulerDiscipline> scheduler_discipline(const control::CompiledEgress& egress) {
+    auto built = sched::Scheduler::build(egress.tree);
+    EXPECT_TRUE(built.scheduler);
+    return std::make_unique<SchedulerDiscipline>(
+        std::move(built.scheduler),
+        [&egress](uint8_t class_id, uint32_t job_id) { return egress.leaf_for(class_id, job_id); });
+}
+
 // The engine: a host capture's 64 KiB TCP record, with an inference packet arriving right
 // behind it, leaves as MTU-sized segments; everything is accounted for, and the inference
 // packet waits for the segment on the wire, not for the rest of the record.
 TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
-    auto loaded = control::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
-    ASSERT_TRUE(loaded.ok());
-    const control::CompiledPolicy compiled = control::compile_policy(*loaded.policy);
+    const control::CompiledPolicy compiled = default_policy();
+    ASSERT_TRUE(compiled.ok());
     const control::CompiledEgress& egress = compiled.egress.at(0);
     classifier::Classifier classifier(compiled.classifier);
-    auto built = sched::Scheduler::build(egress.tree);
-    ASSERT_TRUE(built.scheduler);
-    SchedulerDiscipline discipline(
-        std::move(built.scheduler),
-        [&egress](uint8_t class_id, uint32_t job_id) { return egress.leaf_for(class_id, job_id); });
+    const std::unique_ptr<SchedulerDiscipline> scheduled = scheduler_discipline(egress);
+    ASSERT_TRUE(scheduled);
+    Discipline& discipline = *scheduled;
     const uint64_t rate = 10'000'000'000ULL;
     ReplayReport report("twinlane", rate, compiled.classifier.class_names, 1, 1'000'000);
     ReplayOptions options;
@@ -209,9 +223,8 @@ TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
 // send it whole, so the comparison against twinlane ran on different packets. Likewise an
 // empty record, which only the twinlane scheduler refused.
 TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
-    auto loaded = control::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
-    ASSERT_TRUE(loaded.ok());
-    const control::CompiledPolicy compiled = control::compile_policy(*loaded.policy);
+    const control::CompiledPolicy compiled = default_policy();
+    ASSERT_TRUE(compiled.ok());
     const control::CompiledEgress& egress = compiled.egress.at(0);
     const uint64_t rate = 10'000'000'000ULL;
     ReplayOptions options;
@@ -251,12 +264,9 @@ TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
     };
     FifoDiscipline fifo(1024, 1 << 20);
     replay(fifo);
-    auto built = sched::Scheduler::build(egress.tree);
-    ASSERT_TRUE(built.scheduler);
-    SchedulerDiscipline scheduled(
-        std::move(built.scheduler),
-        [&egress](uint8_t class_id, uint32_t job_id) { return egress.leaf_for(class_id, job_id); });
-    replay(scheduled);
+    const std::unique_ptr<SchedulerDiscipline> scheduled = scheduler_discipline(egress);
+    ASSERT_TRUE(scheduled);
+    replay(*scheduled);
 }
 
 }  // namespace
