@@ -122,6 +122,10 @@ private:
 
     void prepare(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
                  uint16_t ingress_port, Prepared& prepared);
+    // prepare() for group_[0, n), each flow's entry line prefetched; returns whether a later
+    // fragment is among them.
+    bool prepare_group(const uint8_t* const* frames, const uint32_t* header_bytes,
+                       const uint32_t* wire_lengths, uint32_t n, uint16_t ingress_port);
     // `found`: the packet's flow entry if a lookup stage already found it, else nullptr.
     void finish(const Prepared& prepared, FlowEntry* found, uint32_t wire_length,
                 uint64_t now_ns, Result& result);

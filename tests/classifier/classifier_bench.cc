@@ -27,17 +27,22 @@ using testing::PacketBuilder;
 constexpr uint32_t kFrameBytes = 64;
 
 // What the frames of a FramePool carry: plain UDP, RoCEv2 (UDP 4791, one QP per flow: a
-// gateway's training traffic), or TCP behind one 802.1Q tag.
-enum class FrameKind { udp, roce, vlan_tcp };
+// gateway's training traffic), TCP behind one 802.1Q tag, or over IPv6 TCP and RoCEv2 (an
+// IPv6 underlay, common in AI clusters).
+enum class FrameKind { udp, roce, vlan_tcp, ipv6_tcp, ipv6_roce };
 
-// `count` distinct flows as 64-byte frames, contiguous, in a shuffled flow order.
+// `count` distinct flows as 64-byte frames (IPv6: 80, its smallest TCP frame is 74),
+// contiguous, in a shuffled flow order.
 struct FramePool {
+    uint32_t frame_bytes;
     std::vector<uint8_t> bytes;
     std::vector<const uint8_t*> pointers;
     std::vector<uint32_t> lengths;
 
     FramePool(uint32_t count, uint32_t seed, FrameKind kind = FrameKind::udp)
-        : bytes(size_t{count} * kFrameBytes) {
+        : frame_bytes(kind == FrameKind::ipv6_tcp || kind == FrameKind::ipv6_roce ? 80
+                                                                                : kFrameBytes),
+          bytes(size_t{count} * frame_bytes) {
         std::vector<uint32_t> order(count);
         std::iota(order.begin(), order.end(), 0u);
         std::shuffle(order.begin(), order.end(), std::mt19937(seed));
@@ -52,17 +57,23 @@ struct FramePool {
                                                uint16_t(flow % 3 ? 8000 : 9999));
             } else if (kind == FrameKind::roce) {  // same address pair, one QP per flow
                 builder.ipv4({10, 1, 0, 1}, {10, 2, 0, 1}, 17).udp(49152, 4791).bth(4, flow);
-            } else {
+            } else if (kind == FrameKind::vlan_tcp) {
                 builder.vlan(uint16_t(100 + flow % 8)).ipv4(src, dst, 6)
                     .tcp(uint16_t(1024 + flow % 50000), 50051);
+            } else if (kind == FrameKind::ipv6_tcp) {
+                builder.ipv6(testing::ipv6(0xFD00, uint16_t(flow)), testing::ipv6(0xFD01, 1), 6)
+                    .tcp(uint16_t(1024 + flow % 50000), 50051);
+            } else {
+                builder.ipv6(testing::ipv6(0xFD00, 1), testing::ipv6(0xFD01, 1), 17)
+                    .udp(49152, 4791).bth(4, flow);
             }
             const size_t headers = builder.build().size();
-            auto frame = builder.payload(uint32_t(kFrameBytes - headers)).build();
-            std::copy(frame.begin(), frame.end(), bytes.begin() + ptrdiff_t(size_t{i} * kFrameBytes));
+            auto frame = builder.payload(uint32_t(frame_bytes - headers)).build();
+            std::copy(frame.begin(), frame.end(), bytes.begin() + ptrdiff_t(size_t{i} * frame_bytes));
         }
         for (uint32_t i = 0; i < count; ++i) {
-            pointers.push_back(bytes.data() + size_t{i} * kFrameBytes);
-            lengths.push_back(kFrameBytes);
+            pointers.push_back(bytes.data() + size_t{i} * frame_bytes);
+            lengths.push_back(frame_bytes);
         }
     }
 };
@@ -150,8 +161,12 @@ void hit_path_of(benchmark::State& state, FrameKind kind) {
 }
 void BM_HitPath_Roce_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::roce); }
 void BM_HitPath_VlanTcp_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::vlan_tcp); }
+void BM_HitPath_Ipv6Tcp_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::ipv6_tcp); }
+void BM_HitPath_Ipv6Roce_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::ipv6_roce); }
 BENCHMARK(BM_HitPath_Roce_Burst);
 BENCHMARK(BM_HitPath_VlanTcp_Burst);
+BENCHMARK(BM_HitPath_Ipv6Tcp_Burst);
+BENCHMARK(BM_HitPath_Ipv6Roce_Burst);
 
 // The hit path with the default flow table (65536 entries) and its per-burst ageing step on
 // (64 visits, 30 s timeout: nothing expires), as the dataplane runs it: `flows` hot flows.

@@ -229,6 +229,44 @@ TEST(Classifier, RoceQueuePairsAreSeparateFlows) {
     EXPECT_EQ(packets_of_qp100, 2u);
 }
 
+// The one-pass parses (parse_simple_ipv4/ipv6) and the full parser must build the same key:
+// a flow whose packets take both (IP options, an IPv6 extension header on some packets) is one
+// flow, with one entry, whatever its packets carried.
+TEST(Classifier, FastAndFullParsesBuildTheSameFlowKey) {
+    const testing::Ipv6Address a = testing::ipv6(0x2001, 0xA), b = testing::ipv6(0xFD00, 0xB);
+    struct Pair {
+        const char* name;
+        std::vector<uint8_t> fast, full;
+    };
+    const std::vector<Pair> pairs = {
+        {"ipv4 tcp", PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 6, 0x28).tcp(7, 50051).build(),
+         PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 6, 0x28, 8).tcp(7, 50051).build()},
+        {"ipv6 tcp", PacketBuilder().ethernet().ipv6(a, b, 6, 0x28).tcp(7, 50051).build(),
+         PacketBuilder().ethernet().ipv6(a, b, 0, 0x28).ipv6_option_header(6).tcp(7, 50051).build()},
+        {"ipv6 roce, tagged", PacketBuilder().ethernet().vlan(12).ipv6(a, b, 17).udp(9, 4791).bth(4, 321).build(),
+         PacketBuilder().ethernet().vlan(12).ipv6(a, b, 60).ipv6_option_header(17).udp(9, 4791).bth(4, 321).build()},
+    };
+    for (const Pair& pair : pairs) {
+        SCOPED_TRACE(pair.name);
+        Classifier classifier(ClassifierConfig::defaults());
+        const Result fast = run(classifier, pair.fast, 0);
+        const Result full = run(classifier, pair.full, 1);
+        const Result again = run(classifier, pair.fast, 2);
+        EXPECT_EQ(fast.flow_hash, full.flow_hash);
+        EXPECT_EQ(fast.class_id, full.class_id);
+        EXPECT_EQ(again.flow_hash, fast.flow_hash);
+        ASSERT_EQ(classifier.flows().size(), 1u);
+        classifier.flows().for_each([&](const FlowRecord& flow) {
+            EXPECT_EQ(flow.packets, 3u);
+            ParsedPacket parsed;
+            parse_packet(pair.full.data(), uint32_t(pair.full.size()), {}, parsed);
+            EXPECT_EQ(key_ip_version(flow.key), parsed.flow_ip_version);
+            EXPECT_EQ(key_vlan_id(flow.key), parsed.vlan_id);
+            EXPECT_EQ(key_dest_qp(flow.key), parsed.dest_qp);
+        });
+    }
+}
+
 TEST(Classifier, LaterFragmentsFollowTheFirst) {
     ClassifierConfig config = ClassifierConfig::defaults();
     Rule rule;

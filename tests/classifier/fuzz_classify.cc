@@ -63,20 +63,40 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             rewrite_dscp(frame.get() + result.l3_offset, result.ip_version, result.remark_dscp);
         }
     }
-    // The classifier's fast path must agree with the full parser whenever it accepts a frame.
+    // The classifier's fast paths must agree with the full parser whenever one accepts a frame.
     const ParserOptions options{2, bool(selector & 1), 4789, 4791};
     SimpleIpv4 simple;
-    if (parse_simple_ipv4(frame.get(), uint32_t(frame_size), wire, options, simple)) {
+    SimpleIpv6 simple6;
+    const bool took_v4 = parse_simple_ipv4(frame.get(), uint32_t(frame_size), wire, options, simple);
+    const bool took_v6 = parse_simple_ipv6(frame.get(), uint32_t(frame_size), wire, options, simple6);
+    if (took_v4 || took_v6) {
         ParsedPacket parsed;
+        if (took_v4 && took_v6) std::abort();
         if (parse_packet(frame.get(), uint32_t(frame_size), wire, options, parsed) !=
                 MalformedReason::none ||
-            parsed.l3_offset != simple.l3_offset || parsed.flow_ip_version != 4 ||
-            parsed.vlan_id != simple.vlan_id || parsed.fragment != Fragment::none ||
-            parsed.roce != simple.roce || parsed.dest_qp != simple.dest_qp || parsed.vxlan ||
-            parsed.flow_dscp != simple.traffic_class >> 2 || parsed.ecn != (simple.traffic_class & 3) ||
-            parsed.src_ipv4 != simple.src_ipv4 || parsed.dst_ipv4 != simple.dst_ipv4 ||
-            parsed.ip_protocol != simple.ip_protocol || parsed.src_port != simple.src_port ||
-            parsed.dst_port != simple.dst_port) {
+            parsed.fragment != Fragment::none || parsed.vxlan) {
+            std::abort();
+        }
+        if (took_v4 &&
+            (parsed.l3_offset != simple.l3_offset || parsed.flow_ip_version != 4 ||
+             parsed.vlan_id != simple.vlan_id || parsed.roce != simple.roce ||
+             parsed.dest_qp != simple.dest_qp || parsed.flow_dscp != simple.traffic_class >> 2 ||
+             parsed.ecn != (simple.traffic_class & 3) || parsed.src_ipv4 != simple.src_ipv4 ||
+             parsed.dst_ipv4 != simple.dst_ipv4 || parsed.ip_protocol != simple.ip_protocol ||
+             parsed.src_port != simple.src_port || parsed.dst_port != simple.dst_port)) {
+            std::abort();
+        }
+        if (took_v6 &&
+            (parsed.l3_offset != simple6.l3_offset || parsed.flow_ip_version != 6 ||
+             parsed.ip_version != 6 || uint32_t{simple6.l3_offset} + 40 > frame_size ||
+             parsed.vlan_id != simple6.vlan_id || parsed.roce != simple6.roce ||
+             parsed.dest_qp != simple6.dest_qp ||
+             parsed.flow_dscp != simple6.traffic_class >> 2 ||
+             parsed.ecn != (simple6.traffic_class & 3) ||
+             std::memcmp(parsed.src_address.data(), frame.get() + simple6.l3_offset + 8, 16) ||
+             std::memcmp(parsed.dst_address.data(), frame.get() + simple6.l3_offset + 24, 16) ||
+             parsed.ip_protocol != simple6.ip_protocol || parsed.src_port != simple6.src_port ||
+             parsed.dst_port != simple6.dst_port)) {
             std::abort();
         }
     }

@@ -186,18 +186,11 @@ TEST(Parser, VxlanInnerAndEveryTruncation) {
     for (const Case& c : vxlan_cases()) check_all_truncations(c, vxlan_options());
 }
 
-// parse_simple_ipv4 (the classifier's fast path) must agree with parse_packet whenever it
-// accepts a frame; returns whether it accepted.
-bool simple_agrees(const uint8_t* data, uint32_t header_bytes, uint32_t wire_length,
-                   const ParserOptions& options) {
-    SimpleIpv4 simple;
-    if (!parse_simple_ipv4(data, header_bytes, wire_length, options, simple)) return false;
-    ParsedPacket p;
-    EXPECT_EQ(parse_packet(data, header_bytes, wire_length, options, p), MalformedReason::none);
+// The fields parse_simple_ipv4 and parse_simple_ipv6 share must be what parse_packet reports.
+template <typename Simple>
+void expect_common_fields(const ParsedPacket& p, const Simple& simple) {
     EXPECT_EQ(p.l3_offset, simple.l3_offset);
     EXPECT_EQ(p.flow_l3_offset, simple.l3_offset);
-    EXPECT_EQ(p.ip_version, 4);
-    EXPECT_EQ(p.flow_ip_version, 4);
     EXPECT_EQ(p.dscp, simple.traffic_class >> 2);
     EXPECT_EQ(p.flow_dscp, simple.traffic_class >> 2);
     EXPECT_EQ(p.ecn, simple.traffic_class & 3);
@@ -208,15 +201,43 @@ bool simple_agrees(const uint8_t* data, uint32_t header_bytes, uint32_t wire_len
     EXPECT_EQ(p.roce, simple.roce);
     EXPECT_FALSE(p.vxlan);
     EXPECT_EQ(p.dest_qp, simple.dest_qp);
-    EXPECT_EQ(p.src_ipv4, simple.src_ipv4);
-    EXPECT_EQ(p.dst_ipv4, simple.dst_ipv4);
     EXPECT_EQ(p.ip_protocol, simple.ip_protocol);
     EXPECT_EQ(p.src_port, simple.src_port);
     EXPECT_EQ(p.dst_port, simple.dst_port);
+}
+
+// parse_simple_ipv4 and parse_simple_ipv6 (the classifier's fast paths) must agree with
+// parse_packet whenever one accepts a frame, and never both; returns whether one accepted.
+bool simple_agrees(const uint8_t* data, uint32_t header_bytes, uint32_t wire_length,
+                   const ParserOptions& options) {
+    SimpleIpv4 v4;
+    SimpleIpv6 v6;
+    const bool took_v4 = parse_simple_ipv4(data, header_bytes, wire_length, options, v4);
+    const bool took_v6 = parse_simple_ipv6(data, header_bytes, wire_length, options, v6);
+    EXPECT_FALSE(took_v4 && took_v6);
+    if (!took_v4 && !took_v6) return false;
+    ParsedPacket p;
+    EXPECT_EQ(parse_packet(data, header_bytes, wire_length, options, p), MalformedReason::none);
+    const uint8_t version = took_v4 ? 4 : 6;
+    EXPECT_EQ(p.ip_version, version);
+    EXPECT_EQ(p.flow_ip_version, version);
+    if (took_v4) {
+        expect_common_fields(p, v4);
+        EXPECT_EQ(p.src_ipv4, v4.src_ipv4);
+        EXPECT_EQ(p.dst_ipv4, v4.dst_ipv4);
+    } else {
+        expect_common_fields(p, v6);
+        // The caller reads the addresses at l3_offset + 8: readable, and parse_packet's.
+        EXPECT_LE(uint32_t{v6.l3_offset} + 40, header_bytes);
+        EXPECT_TRUE(std::equal(p.src_address.begin(), p.src_address.end(),
+                               data + v6.l3_offset + 8));
+        EXPECT_TRUE(std::equal(p.dst_address.begin(), p.dst_address.end(),
+                               data + v6.l3_offset + 24));
+    }
     return true;
 }
 
-TEST(Parser, SimpleIpv4PathAgreesWithFullParser) {
+TEST(Parser, SimpleIpPathsAgreeWithFullParser) {
     uint32_t accepted = 0;
     std::mt19937 rng(11);
     for (const bool vxlan : {false, true}) {
@@ -246,7 +267,7 @@ TEST(Parser, SimpleIpv4PathAgreesWithFullParser) {
         }
     }
     EXPECT_GT(accepted, 1000u);  // the fast path is actually taken
-    // The plain cases, RoCEv2 and one 802.1Q tag take it; two tags and (with vxlan_inner)
+    // The plain IPv4 cases, RoCEv2 and one 802.1Q tag take it; two tags and (with vxlan_inner)
     // VXLAN never do.
     const auto tcp = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
     EXPECT_TRUE(simple_agrees(tcp.data(), uint32_t(tcp.size()), uint32_t(tcp.size()), {}));
@@ -272,6 +293,38 @@ TEST(Parser, SimpleIpv4PathAgreesWithFullParser) {
     EXPECT_FALSE(simple_agrees(vxlan.data(), uint32_t(vxlan.size()), uint32_t(vxlan.size()),
                                vxlan_options()));
     EXPECT_TRUE(simple_agrees(vxlan.data(), uint32_t(vxlan.size()), uint32_t(vxlan.size()), {}));
+
+    // IPv6 without extension headers takes parse_simple_ipv6, behind one tag too; extension
+    // headers, fragments, ICMPv6 and jumbograms (payload length 0) are left to parse_packet.
+    SimpleIpv6 v6;
+    auto accepted_v6 = [&](const std::vector<uint8_t>& frame) {
+        const uint32_t size = uint32_t(frame.size());
+        EXPECT_TRUE(simple_agrees(frame.data(), size, size, {}));
+        return parse_simple_ipv6(frame.data(), size, size, {}, v6);
+    };
+    const testing::Ipv6Address a = testing::ipv6(0x2001, 1), b = testing::ipv6(0x2001, 2);
+    ASSERT_TRUE(accepted_v6(PacketBuilder().ethernet().ipv6(a, b, 6, 0xB9).tcp(1, 2).build()));
+    EXPECT_EQ(v6.traffic_class, 0xB9);
+    EXPECT_EQ(v6.l3_offset, 14);
+    ASSERT_TRUE(accepted_v6(PacketBuilder().ethernet().vlan(7).ipv6(a, b, 17).udp(3, 4791)
+                                .bth(4, 77).build()));
+    EXPECT_TRUE(v6.roce);
+    EXPECT_EQ(v6.dest_qp, 77u);
+    EXPECT_EQ(v6.l3_offset, 18);
+    EXPECT_EQ(v6.vlan_id, 7);
+    for (const auto& frame :
+         {PacketBuilder().ethernet().ipv6(a, b, 0).ipv6_option_header(6).tcp(1, 2).build(),
+          PacketBuilder().ethernet().ipv6(a, b, 44).ipv6_fragment(6, 0, true, 9).tcp(1, 2).build(),
+          PacketBuilder().ethernet().ipv6(a, b, 58).icmp(128, 0).build()}) {
+        EXPECT_FALSE(simple_agrees(frame.data(), uint32_t(frame.size()), uint32_t(frame.size()), {}));
+    }
+    auto jumbogram = PacketBuilder().ethernet().ipv6(a, b, 6).tcp(1, 2).build();
+    jumbogram[14 + 4] = jumbogram[14 + 5] = 0;
+    EXPECT_FALSE(simple_agrees(jumbogram.data(), uint32_t(jumbogram.size()),
+                               uint32_t(jumbogram.size()), {}));
+    ParsedPacket parsed;
+    EXPECT_EQ(parse_packet(jumbogram.data(), uint32_t(jumbogram.size()), {}, parsed),
+              MalformedReason::none);
 }
 
 TEST(Parser, VxlanIgnoredWhenDisabled) {
