@@ -216,6 +216,14 @@ int run(const ReplayArgs& args) {
             options.max_frame_bytes = setup->egress().tree.max_packet_bytes;
             replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
             if (writer) writer->close();
+            if (report->records_back_in_time() != 0 && name == disciplines.front()) {
+                spdlog::warn("pcap '{}': {} records stamped earlier than the record before them "
+                             "(by up to {:.1f} us: an unsorted merge of captures, or one bad "
+                             "timestamp?) were replayed at that record's time; `reordercap` "
+                             "sorts a capture",
+                             args.input, report->records_back_in_time(),
+                             static_cast<double>(report->max_back_in_time_ns()) / 1e3);
+            }
             if (!reader.truncated_tail().empty() && name == disciplines.front()) {
                 spdlog::warn("pcap '{}' ends inside record {} ({}): replayed the {} complete "
                              "records before it",

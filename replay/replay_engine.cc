@@ -74,6 +74,8 @@ uint64_t BasicReplayEngine<D>::run(PcapReader& input) {
 template <class D>
 void BasicReplayEngine<D>::offer(const PcapRecord& record) {
     // Captures are not always in time order (multi-queue capture): never go back in time.
+    if (record.timestamp_ns < last_arrival_ns_) [[unlikely]]
+        report_.on_time_reversal(last_arrival_ns_ - record.timestamp_ns);
     const uint64_t arrival = std::max(record.timestamp_ns, last_arrival_ns_);
     transmit_until(arrival);
     arrive(record, arrival);

@@ -128,6 +128,14 @@ public:
         if (ticket.job != nullptr) bulk_jobs_.depart(*ticket.job, frame_bytes);
     }
     void on_finish(uint64_t queued_at_end, uint64_t end_ns);
+    // A record stamped `back_ns` earlier than the arrival before it (a capture merged from
+    // several queues or interfaces without sorting): replayed at that earlier arrival's time.
+    void on_time_reversal(uint64_t back_ns) {
+        ++records_back_in_time_;
+        max_back_in_time_ns_ = std::max(max_back_in_time_ns_, back_ns);
+    }
+    uint64_t records_back_in_time() const { return records_back_in_time_; }
+    uint64_t max_back_in_time_ns() const { return max_back_in_time_ns_; }
 
     const std::vector<ClassStats>& classes() const { return classes_; }
     uint64_t rx_packets() const { return rx_packets_; }
@@ -161,6 +169,8 @@ private:
     uint64_t split_records_ = 0;
     uint64_t split_packets_ = 0;
     uint64_t queued_at_end_ = 0;
+    uint64_t records_back_in_time_ = 0;
+    uint64_t max_back_in_time_ns_ = 0;
     uint64_t first_arrival_ns_ = UINT64_MAX;
     uint64_t end_ns_ = 0;
     uint64_t link_wire_bytes_ = 0;  // every class's wire bytes sent so far

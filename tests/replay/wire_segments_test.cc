@@ -1,5 +1,6 @@
 // Splitting TSO/GRO-sized capture records into wire segments (replay/wire_segments.h), and
-// the replay engine replaying such records as those segments.
+// the replay engine replaying such records as those segments; also how the engine takes other
+// capture oddities (unsplittable oversize and empty records, timestamps going back).
 #include "replay/wire_segments.h"
 
 #include <gtest/gtest.h>
@@ -267,6 +268,46 @@ TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
     const std::unique_ptr<SchedulerDiscipline> scheduled = scheduler_discipline(egress);
     ASSERT_TRUE(scheduled);
     replay(*scheduled);
+}
+
+// Records stamped earlier than the record before them (an unsorted merge of two captures) are
+// replayed at that record's time, never back in time, and the report counts them and says by
+// how much; all packets are still accounted for.
+TEST(WireSegments, RecordsGoingBackInTimeAreClampedAndCounted) {
+    const control::CompiledPolicy compiled = default_policy();
+    ASSERT_TRUE(compiled.ok());
+    const control::CompiledEgress& egress = compiled.egress.at(0);
+    const uint64_t rate = 10'000'000'000ULL;
+    ReplayOptions options;
+    options.link_rate_bps = rate;
+    options.max_frame_bytes = egress.tree.max_packet_bytes;
+    classifier::Classifier classifier(compiled.classifier);
+    ReplayReport report("fifo", rate, compiled.classifier.class_names, 1, 1'000'000);
+    FifoDiscipline fifo(1024, 1 << 20);
+    BasicReplayEngine<Discipline> engine(options, classifier, fifo, report, nullptr);
+    const auto frame = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
+                           .udp(40000, 5201).payload(100).build();
+    PcapRecord record;
+    record.wire_length = uint32_t(frame.size());
+    record.captured = frame;
+    for (const uint64_t t : {10'000, 20'000, 15'000, 30'000, 4'000, 31'000}) {
+        record.timestamp_ns = t;
+        engine.offer(record);
+    }
+    engine.finish();
+    EXPECT_EQ(report.records_back_in_time(), 2u);
+    EXPECT_EQ(report.max_back_in_time_ns(), 26'000u);  // 4 us after 30 us
+    const nlohmann::json totals = report.to_json()["totals"];
+    EXPECT_EQ(totals["records_back_in_time"], 2);
+    EXPECT_DOUBLE_EQ(totals["max_back_in_time_us"].get<double>(), 26.0);
+    EXPECT_EQ(report.rx_packets(), 6u);
+    EXPECT_EQ(report.tx_packets(), 6u);
+    // Clamped, not reordered: every latency is at least one frame's time on the wire and the
+    // packets stamped back waited behind the ones before them (none saw a negative latency).
+    const double frame_us = double(VirtualLink(rate).transmit_ns(uint32_t(frame.size()))) / 1e3;
+    for (const ClassStats& c : report.classes()) {
+        for (const uint64_t latency : c.latencies_ns) EXPECT_GE(double(latency) / 1e3, frame_us - 1e-3);
+    }
 }
 
 }  // namespace
