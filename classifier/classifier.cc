@@ -177,28 +177,33 @@ __attribute__((always_inline)) inline void Classifier::prepare(const uint8_t* fr
                                                                uint16_t ingress_port,
                                                                Prepared& prepared) {
     PacketKey& key = prepared.key;
-    SimpleIpv4 simple;
-    if (parse_simple_ipv4(frame, header_bytes, wire_length, parser_options_, simple))
-        [[likely]] {
-        // Same layout as make_key() (see packet_key.h): IPv4, maybe one VLAN tag and RoCE.
-        key.words[0] = uint64_t{simple.src_ipv4} << 32;
-        key.words[1] = 0;
-        key.words[2] = uint64_t{simple.dst_ipv4} << 32;
-        key.words[3] = 0;
+    // The rest of a one-pass parse's key (same layout as make_key(), see packet_key.h: maybe
+    // one VLAN tag and RoCE) and its Prepared fields, once the addresses are in key.words[0..3].
+    auto finish_simple = [&](const auto& simple, uint8_t ip_version, bool wide_addresses) {
         key.words[4] = (uint64_t{ingress_port} << 48) | (uint64_t{simple.vlan_id} << 32) |
                        (uint64_t{simple.src_port} << 16) | simple.dst_port;
         key.words[5] = (uint64_t{simple.ip_protocol} << 56) |
-                       (uint64_t{uint8_t(simple.traffic_class >> 2)} << 48) | (uint64_t{4} << 40) |
-                       (uint64_t{simple.roce} << 32) | simple.dest_qp;
+                       (uint64_t{uint8_t(simple.traffic_class >> 2)} << 48) |
+                       (uint64_t{ip_version} << 40) | (uint64_t{simple.roce} << 32) |
+                       simple.dest_qp;
         prepared.fragment_id = 0;
         prepared.l3_offset = simple.l3_offset;
-        prepared.ip_version = 4;
+        prepared.ip_version = ip_version;
         prepared.dscp = simple.traffic_class >> 2;
         prepared.ecn = simple.traffic_class & 3;
         prepared.malformed = MalformedReason::none;
         prepared.fragment = Fragment::none;
-        prepared.wide_addresses = false;
+        prepared.wide_addresses = wide_addresses;
         prepared.hash = hash_key(key);
+    };
+    SimpleIpv4 simple;
+    if (parse_simple_ipv4(frame, header_bytes, wire_length, parser_options_, simple))
+        [[likely]] {
+        key.words[0] = uint64_t{simple.src_ipv4} << 32;
+        key.words[1] = 0;
+        key.words[2] = uint64_t{simple.dst_ipv4} << 32;
+        key.words[3] = 0;
+        finish_simple(simple, 4, false);
         return;
     }
     if (SimpleIpv6 simple6;
@@ -208,20 +213,7 @@ __attribute__((always_inline)) inline void Classifier::prepare(const uint8_t* fr
         key.words[1] = load_be64(addresses + 8);
         key.words[2] = load_be64(addresses + 16);
         key.words[3] = load_be64(addresses + 24);
-        key.words[4] = (uint64_t{ingress_port} << 48) | (uint64_t{simple6.vlan_id} << 32) |
-                       (uint64_t{simple6.src_port} << 16) | simple6.dst_port;
-        key.words[5] = (uint64_t{simple6.ip_protocol} << 56) |
-                       (uint64_t{uint8_t(simple6.traffic_class >> 2)} << 48) |
-                       (uint64_t{6} << 40) | (uint64_t{simple6.roce} << 32) | simple6.dest_qp;
-        prepared.fragment_id = 0;
-        prepared.l3_offset = simple6.l3_offset;
-        prepared.ip_version = 6;
-        prepared.dscp = simple6.traffic_class >> 2;
-        prepared.ecn = simple6.traffic_class & 3;
-        prepared.malformed = MalformedReason::none;
-        prepared.fragment = Fragment::none;
-        prepared.wide_addresses = addresses_wide(key);
-        prepared.hash = hash_key(key);
+        finish_simple(simple6, 6, addresses_wide(key));
         return;
     }
     const ParsedPacket& p = parsed_;
