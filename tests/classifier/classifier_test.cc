@@ -418,6 +418,14 @@ TEST(Classifier, BurstEqualsSinglePacketPath) {
     }
     frames.push_back(PacketBuilder().ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17).udp(1, 4791).bth(4, 9).build());
     frames.push_back({0x01, 0x02});  // malformed
+    // IPv6: one flow through the one-pass parse and, with an extension header, the full one;
+    // RoCEv2 behind a tag; a serving-port flow.
+    const testing::Ipv6Address a = testing::ipv6(0x2001, 1), b = testing::ipv6(0x2001, 2);
+    for (uint16_t i = 0; i < 12; ++i) {
+        frames.push_back(i % 3 == 2 ? PacketBuilder().ethernet().ipv6(a, b, 0).ipv6_option_header(6).tcp(7, 50051).payload(100 * i).build()
+                                    : PacketBuilder().ethernet().ipv6(a, b, 6).tcp(7, 50051).payload(100 * i).build());
+        frames.push_back(PacketBuilder().ethernet().vlan(5).ipv6(b, a, 17).udp(9, 4791).bth(4, i % 2).payload(900).build());
+    }
     std::vector<const uint8_t*> pointers;
     std::vector<uint32_t> lengths;
     for (const auto& f : frames) {
