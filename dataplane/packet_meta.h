@@ -30,7 +30,10 @@ struct PacketMeta {
     // the mbuf's scheduler field, hash.sched.queue_id (previous_job()): the dynfield area is
     // 36 bytes and the pcap PMD needs 8 of them for its RX timestamp.
     uint8_t previous_class = 0xFF;
-    uint8_t reserved[2] = {};
+    // Position in its RX burst: with arrival_ns, the packet's place in its RX queue's arrival
+    // order (lane_admission.h sorts by both when a flow changes class).
+    uint8_t burst_index = 0;
+    uint8_t reserved = 0;
 };
 static_assert(sizeof(PacketMeta) == 24);
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "classifier/dscp_rewrite.h"
+#include "dataplane/lane_admission.h"
 #include "dataplane/packet_meta.h"
 #include "dataplane/stop_signal.h"
 
@@ -72,7 +73,8 @@ struct LaneLeaf {
 // place, from the classifier's Result (run to completion) or the mbuf's PacketMeta (after a
 // lane ring); both name the fields alike. Returning a Packet by value built it on the stack
 // and copied it: the byte stores of `user`/`ip_version` then fed a 4-byte load of the copy, a
-// failed store forward that was 81% of enqueue_lane's samples (perf, net_null 64 B).
+// failed store forward that was 81% of enqueue_lane's (now SchedulerSink::admit's) samples
+// (perf, net_null 64 B).
 // `waited_ns`: time from RX to this enqueue (lane ring), kept in `user_ns` for the RX->TX
 // latency; kWaitInMeta when it does not fit (then TX reads the mbuf's arrival_ns).
 constexpr uint32_t kWaitInMeta = UINT32_MAX;
@@ -106,7 +108,6 @@ void enqueue_scratch(EgressTask& e, uint32_t n, LcoreCounters& c, uint64_t now_n
 }
 
 static_assert(PacketMeta{}.previous_class == classifier::kNoPreviousClass);
-static_assert(kMaxLanes <= 32, "enqueue_lane keeps a bit per lane");
 
 uint8_t lane_of_class(uint8_t class_id, const PipelineShared& shared) {
     return static_cast<uint8_t>(std::min<uint32_t>(class_id, shared.lane_count - 1));
@@ -122,61 +123,42 @@ void follow_reclassification(EgressTask& e, uint8_t old_class, uint32_t old_job,
                            static_cast<uint16_t>(LaneLeaf(e, lane)(job)), flow_hash);
 }
 
-uint32_t admit_ring_snapshot(EgressTask& e, uint8_t lane, LcoreCounters& c,
-                             const PipelineShared& shared, uint64_t now_ns,
-                             uint32_t lanes_in_progress);
+// The egress task's lane rings, as LaneAdmission (lane_admission.h) reads them.
+struct RingLanes {
+    EgressTask& e;
+    int meta_offset;
 
-// Enqueues one lane ring's packets into the scheduler, from their mbuf metadata. Returns the
-// packets admitted, counting those of other lanes admitted on the way (below).
-// `lanes_in_progress`: lanes whose ring is being admitted further up the call chain (a bit
-// per lane); their rings are not drained again here.
-uint32_t enqueue_lane(EgressTask& e, rte_mbuf* const* m, uint32_t n, uint8_t lane,
-                      LcoreCounters& c, const PipelineShared& shared, uint64_t now_ns,
-                      uint32_t lanes_in_progress = 0) {
-    lanes_in_progress |= 1u << lane;
-    sched::Packet* pkts = e.scratch_packets.data();
-    const LaneLeaf leaf(e, lane);
-    uint32_t filled = 0;
-    uint32_t admitted = n;
-    for (uint32_t i = 0; i < n; ++i) {
-        const PacketMeta& meta = *packet_meta(m[i], shared.meta_offset);
-        if (meta.previous_class != classifier::kNoPreviousClass) [[unlikely]] {
-            // The flow's earlier packets are in the old lane: in the scheduler, or still in the
-            // old lane's ring, where the RX lcore put them before this packet (it enqueues a
-            // burst holding a reclassification in arrival order). Admit what that ring held
-            // now (later entries came after this packet), then move the flow. Reclassified
-            // packets in that ring do the same for their own old lanes, unless that lane is
-            // already being admitted up the chain (two flows swapping lanes at once).
-            enqueue_scratch(e, filled, c, now_ns);
-            filled = 0;
-            const uint8_t old_lane = lane_of_class(meta.previous_class, shared);
-            if ((lanes_in_progress & (1u << old_lane)) == 0)
-                admitted += admit_ring_snapshot(e, old_lane, c, shared, now_ns, lanes_in_progress);
-            follow_reclassification(e, meta.previous_class, previous_job(m[i]), lane,
-                                    meta.job_id, meta.flow_hash, shared);
+    uint32_t count(uint8_t lane) const { return rte_ring_count(e.lanes[lane]); }
+    uint32_t dequeue(uint8_t lane, rte_mbuf** out, uint32_t n) {
+        return rte_ring_dequeue_burst(e.lanes[lane], reinterpret_cast<void**>(out), n, nullptr);
+    }
+    const PacketMeta& meta(rte_mbuf* m) const { return *packet_meta(m, meta_offset); }
+};
+
+// Where LaneAdmission puts packets: the egress task's scheduler, descriptors filled from the
+// mbuf metadata; drops freed and counted.
+struct SchedulerSink {
+    EgressTask& e;
+    LcoreCounters& c;
+    const PipelineShared& shared;
+    uint64_t now_ns;
+
+    void admit(uint8_t lane, rte_mbuf* const* m, uint32_t n) {
+        sched::Packet* pkts = e.scratch_packets.data();
+        const LaneLeaf leaf(e, lane);
+        for (uint32_t i = 0; i < n; ++i) {
+            const PacketMeta& meta = *packet_meta(m[i], shared.meta_offset);
+            fill_sched_packet(pkts[i], leaf, m[i], meta, lane,
+                              now_ns - std::min(now_ns, meta.arrival_ns));
         }
-        fill_sched_packet(pkts[filled++], leaf, m[i], meta, lane,
-                          now_ns - std::min(now_ns, meta.arrival_ns));
+        enqueue_scratch(e, n, c, now_ns);
     }
-    enqueue_scratch(e, filled, c, now_ns);
-    return admitted;
-}
-
-// Admits the packets `lane`'s ring holds now (see enqueue_lane).
-uint32_t admit_ring_snapshot(EgressTask& e, uint8_t lane, LcoreCounters& c,
-                             const PipelineShared& shared, uint64_t now_ns,
-                             uint32_t lanes_in_progress) {
-    uint32_t admitted = 0;
-    for (unsigned left = rte_ring_count(e.lanes[lane]); left != 0;) {
-        rte_mbuf* m[kBurst];
-        const unsigned n = rte_ring_dequeue_burst(e.lanes[lane], reinterpret_cast<void**>(m),
-                                                  std::min<unsigned>(left, kBurst), nullptr);
-        if (n == 0) break;
-        admitted += enqueue_lane(e, m, n, lane, c, shared, now_ns, lanes_in_progress);
-        left -= n;
+    void reclassified(uint8_t lane, rte_mbuf* m) {
+        const PacketMeta& meta = *packet_meta(m, shared.meta_offset);
+        follow_reclassification(e, meta.previous_class, previous_job(m), lane, meta.job_id,
+                                meta.flow_hash, shared);
     }
-    return admitted;
-}
+};
 
 // Run to completion, for a burst in which a flow changed class: the packets (those not dropped
 // as malformed) enter the scheduler in arrival order, a reclassified flow's queued packets
@@ -203,8 +185,8 @@ uint32_t enqueue_in_arrival_order(EgressTask& e, rte_mbuf* const* pkts,
 // Across lcores, for a burst in which a flow changed class: each run of packets for one lane,
 // in arrival order, goes to that lane's ring, so a reclassified flow's earlier packets are in
 // the old lane's ring before the packet that names it reaches the new one (the scheduler side
-// relies on it, see enqueue_lane). Returns the packets refused by full rings (freed, counted in
-// `tally`).
+// relies on it, see lane_admission.h). Returns the packets refused by full rings (freed,
+// counted in `tally`).
 uint64_t ring_in_arrival_order(RxTask& task, rte_mbuf** pkts, const classifier::Result* results,
                                uint16_t n, const PipelineShared& shared, LaneTally& tally) {
     uint64_t refused = 0;
@@ -292,6 +274,7 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared,
             meta->ip_version = r.ip_version;
             meta->ecn_capable = r.ecn_capable ? 1 : 0;
             meta->previous_class = r.previous_class;
+            meta->burst_index = static_cast<uint8_t>(i);
             if (r.previous_class != classifier::kNoPreviousClass) [[unlikely]]
                 set_previous_job(m, r.previous_job);
         }
@@ -380,18 +363,15 @@ void apply_pending_update(EgressTask& e) {
     e.updates.complete(*update);
 }
 
-// Drains the lanes into the scheduler, highest-priority lane first, one burst per lane.
+// Drains the lanes into the scheduler, highest-priority lane first, one burst per lane (in
+// arrival order from a reclassified packet on: lane_admission.h).
 uint32_t admit_lanes(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
                      uint64_t now_ns) {
-    uint32_t admitted = 0;
-    for (const uint8_t lane : e.lane_order) {
-        rte_mbuf* m[kBurst];
-        const unsigned n =
-            rte_ring_dequeue_burst(e.lanes[lane], reinterpret_cast<void**>(m), kBurst, nullptr);
-        if (n == 0) continue;
-        admitted += enqueue_lane(e, m, n, lane, c, shared, now_ns);
-    }
-    return admitted;
+    RingLanes lanes{e, shared.meta_offset};
+    SchedulerSink sink{e, c, shared, now_ns};
+    return LaneAdmission<rte_mbuf*, kBurst, RingLanes, SchedulerSink>(
+               lanes, sink, e.lane_order, shared.lane_count, e.arrival_scratch)
+        .round();
 }
 
 // Offers `count` packets to the NIC; what it refuses is kept, in order, in e.held. The TX

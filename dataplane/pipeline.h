@@ -26,6 +26,7 @@
 
 #include "classifier/classifier.h"
 #include "control/compile.h"
+#include "dataplane/lane_admission.h"
 #include "dataplane/pipeline_counters.h"
 #include "dataplane/tsc_clock.h"
 #include "dataplane/tx_pacer.h"
@@ -93,6 +94,9 @@ struct EgressTask {
     // initialisers would zero 2 KiB per call (1.5% of a 64 B run).
     std::array<sched::Packet, kBurst> scratch_packets;
     std::array<sched::DroppedPacket, kBurst> scratch_drops;
+    // Admission in arrival order after a class change (lane_admission.h): room for every lane
+    // ring's capacity plus a burst, reserved before launch.
+    ArrivalOrderScratch<rte_mbuf*> arrival_scratch;
     UpdateMailbox<SchedulerUpdate> updates;
 };
 

@@ -256,6 +256,9 @@ bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
             p.rings.emplace_back(ring);
             task->lanes.push_back(ring);
         }
+        size_t held_by_rings = kBurst;
+        for (rte_ring* ring : task->lanes) held_by_rings += rte_ring_get_capacity(ring);
+        task->arrival_scratch.reserve(held_by_rings);
         p.egress.push_back(std::move(task));
     }
     return true;
