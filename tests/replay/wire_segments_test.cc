@@ -157,6 +157,15 @@ control::CompiledPolicy default_policy() {
     return control::compile_policy(*loaded.policy);
 }
 
+// The engine's options for replaying `egress` at 10G.
+constexpr uint64_t kRate = 10'000'000'000ULL;
+ReplayOptions replay_options(const control::CompiledEgress& egress) {
+    ReplayOptions options;
+    options.link_rate_bps = kRate;
+    options.max_frame_bytes = egress.tree.max_packet_bytes;
+    return options;
+}
+
 std::unique_ptr<SchedulerDiscipline> scheduler_discipline(const control::CompiledEgress& egress) {
     auto built = sched::Scheduler::build(egress.tree);
     EXPECT_TRUE(built.scheduler);
@@ -176,11 +185,9 @@ TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
     const std::unique_ptr<SchedulerDiscipline> scheduled = scheduler_discipline(egress);
     ASSERT_TRUE(scheduled);
     Discipline& discipline = *scheduled;
-    const uint64_t rate = 10'000'000'000ULL;
+    const uint64_t rate = kRate;
     ReplayReport report("twinlane", rate, compiled.classifier.class_names, 1, 1'000'000);
-    ReplayOptions options;
-    options.link_rate_bps = rate;
-    options.max_frame_bytes = egress.tree.max_packet_bytes;
+    const ReplayOptions options = replay_options(egress);
     BasicReplayEngine<Discipline> engine(options, classifier, discipline, report, nullptr);
 
     const auto gro = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
@@ -227,10 +234,8 @@ TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
     const control::CompiledPolicy compiled = default_policy();
     ASSERT_TRUE(compiled.ok());
     const control::CompiledEgress& egress = compiled.egress.at(0);
-    const uint64_t rate = 10'000'000'000ULL;
-    ReplayOptions options;
-    options.link_rate_bps = rate;
-    options.max_frame_bytes = egress.tree.max_packet_bytes;
+    const uint64_t rate = kRate;
+    const ReplayOptions options = replay_options(egress);
 
     std::vector<uint8_t> non_ip(64, 0);
     non_ip[12] = 0x88;  // EtherType 0x88B5, local experimental
@@ -277,10 +282,8 @@ TEST(WireSegments, RecordsGoingBackInTimeAreClampedAndCounted) {
     const control::CompiledPolicy compiled = default_policy();
     ASSERT_TRUE(compiled.ok());
     const control::CompiledEgress& egress = compiled.egress.at(0);
-    const uint64_t rate = 10'000'000'000ULL;
-    ReplayOptions options;
-    options.link_rate_bps = rate;
-    options.max_frame_bytes = egress.tree.max_packet_bytes;
+    const uint64_t rate = kRate;
+    const ReplayOptions options = replay_options(egress);
     classifier::Classifier classifier(compiled.classifier);
     ReplayReport report("fifo", rate, compiled.classifier.class_names, 1, 1'000'000);
     FifoDiscipline fifo(1024, 1 << 20);
