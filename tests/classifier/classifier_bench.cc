@@ -1,4 +1,4 @@
-// Classification throughput for 64-byte frames, one core.
+// Classification throughput for 64-byte frames (IPv6: 80), one core.
 //   BM_HitPath_*:   every packet hits the flow table (1M cached flows, packets in a random flow
 //                   order different from insertion order; hot: 4096 flows).
 //   BM_MissPath:    no flow table: parse + compiled rules (10 / 1k / 10k) + heuristics per packet.
@@ -87,20 +87,21 @@ ClassifierConfig hit_config(uint32_t flows, uint32_t slots_per_flow) {
 }
 
 void hit_path(benchmark::State& state, bool burst,
-              uint32_t slots_per_flow = kDefaultSlotsPerFlow) {
+              uint32_t slots_per_flow = kDefaultSlotsPerFlow, FrameKind kind = FrameKind::udp) {
     const uint32_t flows = uint32_t(state.range(0));
     static std::unique_ptr<Classifier> classifier;
     static std::unique_ptr<FramePool> traffic;
     static uint64_t prepared_for = 0;
-    if (prepared_for != (uint64_t{slots_per_flow} << 32 | flows)) {
+    const uint64_t setup = uint64_t(kind) << 40 | uint64_t{slots_per_flow} << 32 | flows;
+    if (prepared_for != setup) {
         classifier.reset();  // free the previous table first: two 1M tables are 1 GiB
         classifier = std::make_unique<Classifier>(hit_config(flows, slots_per_flow));
-        const FramePool warmup(flows, 1);
+        const FramePool warmup(flows, 1, kind);
         std::vector<Result> out(flows);
         classifier->classify_burst(warmup.pointers.data(), warmup.lengths.data(), flows, 0, 0,
                                    out.data());
-        traffic = std::make_unique<FramePool>(flows, 2);  // same flows, another order
-        prepared_for = uint64_t{slots_per_flow} << 32 | flows;
+        traffic = std::make_unique<FramePool>(flows, 2, kind);  // same flows, another order
+        prepared_for = setup;
     }
     Result out[kMaxBurst];
     uint32_t next = 0;
@@ -111,7 +112,8 @@ void hit_path(benchmark::State& state, bool burst,
                                        kMaxBurst, 0, now, out);
         } else {
             for (uint32_t i = 0; i < kMaxBurst; ++i) {
-                out[i] = classifier->classify(traffic->pointers[next + i], kFrameBytes, 0, now);
+                out[i] = classifier->classify(traffic->pointers[next + i],
+                                              traffic->lengths[next + i], 0, now);
             }
         }
         benchmark::DoNotOptimize(out);
@@ -133,6 +135,11 @@ BENCHMARK(BM_HitPath_Burst)->Arg(1 << 20)->MinTime(0.5);
 // The same with the table at load 1/2 (flow_table.slots_per_flow 2: half the memory).
 void BM_HitPath_Burst_TwoSlotsPerFlow(benchmark::State& state) { hit_path(state, true, 2); }
 BENCHMARK(BM_HitPath_Burst_TwoSlotsPerFlow)->Arg(1 << 20)->MinTime(0.5);
+// 1M IPv6 TCP flows: an IPv6 entry's addresses sit in its cold line, a second line per hit.
+void BM_HitPath_Ipv6Tcp_Burst_1M(benchmark::State& state) {
+    hit_path(state, true, kDefaultSlotsPerFlow, FrameKind::ipv6_tcp);
+}
+BENCHMARK(BM_HitPath_Ipv6Tcp_Burst_1M)->Arg(1 << 20)->MinTime(0.5);
 BENCHMARK(BM_HitPath_Single)->Arg(4096)->Arg(1 << 20);
 
 // The hit path for 4096 hot flows of a gateway's other common frames: RoCEv2 (training; one
