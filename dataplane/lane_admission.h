@@ -36,7 +36,7 @@ namespace twinlane::dataplane {
 template <typename Item>
 struct ArrivalEntry {
     uint64_t arrival_ns = 0;
-    uint32_t order = 0;  // burst_index << 24 | position taken (ring order within a lane)
+    uint64_t order = 0;  // burst_index << 32 | position taken (ring order within a lane)
     uint8_t lane = 0;
     Item item{};
 };
@@ -85,9 +85,9 @@ private:
         scratch_.clear();
         auto take = [&](uint8_t lane, Item item) {
             const PacketMeta& m = lanes_.meta(item);
-            const auto position = static_cast<uint32_t>(scratch_.size());
+            const uint64_t position = scratch_.size();
             scratch_.push_back(
-                {m.arrival_ns, uint32_t{m.burst_index} << 24 | position, lane, item});
+                {m.arrival_ns, uint64_t{m.burst_index} << 32 | position, lane, item});
         };
         for (uint32_t i = 0; i < count; ++i) take(first_lane, pending[i]);
         // What the lanes hold, as a consistent cut: if it holds a packet, it holds every packet
