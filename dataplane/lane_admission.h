@@ -32,12 +32,12 @@
 
 namespace twinlane::dataplane {
 
-// One packet taken from a lane for admission in arrival order.
+// One packet taken from a lane for admission in arrival order: its sort key, copied out of
+// the metadata so that the sort does not chase mbuf pointers.
 template <typename Item>
 struct ArrivalEntry {
     uint64_t arrival_ns = 0;
     uint64_t order = 0;  // burst_index << 32 | position taken (ring order within a lane)
-    uint8_t lane = 0;
     Item item{};
 };
 
@@ -45,7 +45,7 @@ template <typename Item>
 using ArrivalOrderScratch = std::vector<ArrivalEntry<Item>>;
 
 // Lanes: unsigned count(uint8_t lane) const; unsigned dequeue(uint8_t lane, Item*, unsigned n);
-//        const PacketMeta& meta(Item) const.
+//        const PacketMeta& meta(Item) const, whose class_id is the lane the item is in.
 // Sink:  void admit(uint8_t lane, Item* items, uint32_t n) (into the scheduler, in order);
 //        void reclassified(uint8_t lane, Item item) (move the flow's queued packets to the leaf
 //        `item` goes to; called just before `item` is admitted).
@@ -70,7 +70,7 @@ public:
                     continue;
                 }
                 sink_.admit(lane, burst, i);
-                return admitted + i + admit_in_arrival_order(lane, burst + i, n - i);
+                return admitted + i + admit_in_arrival_order(burst + i, n - i);
             }
             if (n != 0) sink_.admit(lane, burst, n);
             admitted += n;
@@ -79,17 +79,16 @@ public:
     }
 
 private:
-    // `pending` (the rest of a burst taken from `first_lane`, starting at a reclassified packet)
-    // and what every lane holds now, in arrival order.
-    uint32_t admit_in_arrival_order(uint8_t first_lane, const Item* pending, uint32_t count) {
+    // `pending` (the rest of a burst, starting at a reclassified packet) and what every lane
+    // holds now, in arrival order.
+    uint32_t admit_in_arrival_order(const Item* pending, uint32_t count) {
         scratch_.clear();
-        auto take = [&](uint8_t lane, Item item) {
+        auto take = [&](Item item) {
             const PacketMeta& m = lanes_.meta(item);
             const uint64_t position = scratch_.size();
-            scratch_.push_back(
-                {m.arrival_ns, uint64_t{m.burst_index} << 32 | position, lane, item});
+            scratch_.push_back({m.arrival_ns, uint64_t{m.burst_index} << 32 | position, item});
         };
-        for (uint32_t i = 0; i < count; ++i) take(first_lane, pending[i]);
+        for (uint32_t i = 0; i < count; ++i) take(pending[i]);
         // What the lanes hold, as a consistent cut: if it holds a packet, it holds every packet
         // enqueued before it (a reclassified packet's earlier ones above all). Counts read lane
         // after lane are not one: the RX lcore may enqueue into a lane already read and then
@@ -113,7 +112,7 @@ private:
                 Item burst[kBurstSize];
                 const uint32_t n = lanes_.dequeue(lane, burst, std::min(left, kBurstSize));
                 if (n == 0) break;
-                for (uint32_t i = 0; i < n; ++i) take(lane, burst[i]);
+                for (uint32_t i = 0; i < n; ++i) take(burst[i]);
                 left -= n;
             }
         }
@@ -125,13 +124,14 @@ private:
         uint32_t run_length = 0;
         uint8_t run_lane = 0;
         for (const ArrivalEntry<Item>& e : scratch_) {
-            const bool moves = lanes_.meta(e.item).previous_class != classifier::kNoPreviousClass;
-            if (run_length != 0 && (e.lane != run_lane || moves || run_length == kBurstSize)) {
+            const PacketMeta& m = lanes_.meta(e.item);
+            const bool moves = m.previous_class != classifier::kNoPreviousClass;
+            if (run_length != 0 && (m.class_id != run_lane || moves || run_length == kBurstSize)) {
                 sink_.admit(run_lane, run, run_length);
                 run_length = 0;
             }
-            if (moves) sink_.reclassified(e.lane, e.item);
-            run_lane = e.lane;
+            if (moves) sink_.reclassified(m.class_id, e.item);
+            run_lane = m.class_id;
             run[run_length++] = e.item;
         }
         if (run_length != 0) sink_.admit(run_lane, run, run_length);

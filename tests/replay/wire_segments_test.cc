@@ -185,8 +185,7 @@ TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
     const std::unique_ptr<SchedulerDiscipline> scheduled = scheduler_discipline(egress);
     ASSERT_TRUE(scheduled);
     Discipline& discipline = *scheduled;
-    const uint64_t rate = kRate;
-    ReplayReport report("twinlane", rate, compiled.classifier.class_names, 1, 1'000'000);
+    ReplayReport report("twinlane", kRate, compiled.classifier.class_names, 1, 1'000'000);
     const ReplayOptions options = replay_options(egress);
     BasicReplayEngine<Discipline> engine(options, classifier, discipline, report, nullptr);
 
@@ -217,7 +216,7 @@ TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
     for (const ClassStats& c : report.classes()) tx_bytes += c.tx_bytes;
     EXPECT_EQ(tx_bytes, uint64_t{plan.count} * plan.header_bytes + plan.total_payload + rpc.size());
     // Inference (class 0) left after at most the segment in flight plus its own frame.
-    VirtualLink link(rate);
+    VirtualLink link(kRate);
     const double bound_us =
         double(link.transmit_ns(plan.segment_wire_length(0)) + link.transmit_ns(uint32_t(rpc.size()))) / 1e3;
     ASSERT_EQ(report.classes()[0].tx_packets, 1u);
@@ -234,7 +233,6 @@ TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
     const control::CompiledPolicy compiled = default_policy();
     ASSERT_TRUE(compiled.ok());
     const control::CompiledEgress& egress = compiled.egress.at(0);
-    const uint64_t rate = kRate;
     const ReplayOptions options = replay_options(egress);
 
     std::vector<uint8_t> non_ip(64, 0);
@@ -244,7 +242,7 @@ TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
                            .udp(40000, 5201).payload(100).build();
     auto replay = [&](auto& discipline) {
         classifier::Classifier classifier(compiled.classifier);
-        ReplayReport report("d", rate, compiled.classifier.class_names, 1, 1'000'000);
+        ReplayReport report("d", kRate, compiled.classifier.class_names, 1, 1'000'000);
         BasicReplayEngine<Discipline> engine(options, classifier, discipline, report, nullptr);
         PcapRecord record;
         record.timestamp_ns = 1'000;
@@ -282,10 +280,9 @@ TEST(WireSegments, RecordsGoingBackInTimeAreClampedAndCounted) {
     const control::CompiledPolicy compiled = default_policy();
     ASSERT_TRUE(compiled.ok());
     const control::CompiledEgress& egress = compiled.egress.at(0);
-    const uint64_t rate = kRate;
     const ReplayOptions options = replay_options(egress);
     classifier::Classifier classifier(compiled.classifier);
-    ReplayReport report("fifo", rate, compiled.classifier.class_names, 1, 1'000'000);
+    ReplayReport report("fifo", kRate, compiled.classifier.class_names, 1, 1'000'000);
     FifoDiscipline fifo(1024, 1 << 20);
     BasicReplayEngine<Discipline> engine(options, classifier, fifo, report, nullptr);
     const auto frame = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
@@ -307,9 +304,10 @@ TEST(WireSegments, RecordsGoingBackInTimeAreClampedAndCounted) {
     EXPECT_EQ(report.tx_packets(), 6u);
     // Clamped, not reordered: every latency is at least one frame's time on the wire and the
     // packets stamped back waited behind the ones before them (none saw a negative latency).
-    const double frame_us = double(VirtualLink(rate).transmit_ns(uint32_t(frame.size()))) / 1e3;
+    const double frame_us = double(VirtualLink(kRate).transmit_ns(uint32_t(frame.size()))) / 1e3;
     for (const ClassStats& c : report.classes()) {
-        for (const uint64_t latency : c.latencies_ns) EXPECT_GE(double(latency) / 1e3, frame_us - 1e-3);
+        for (const uint64_t latency : c.latencies_ns)
+            EXPECT_GE(double(latency) / 1e3, frame_us - 1e-3);
     }
 }
 
