@@ -117,6 +117,11 @@ Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
             total_limit_packets += node_spec.limit_packets;
         }
     }
+    for (Leaf& leaf : s.leaves_) {
+        uint32_t n = leaf.node;
+        while (n != kInvalid && !s.nodes_[n].parent_is_drr) n = s.nodes_[n].parent;
+        leaf.nearest_drr = n == kInvalid ? kInvalid : s.nodes_[n].parent;
+    }
     for (uint32_t i = 0; i < node_total; ++i) {
         std::vector<uint32_t>& list = children[i];
         if (s.nodes_[i].kind == NodeKind::strict) {
@@ -414,6 +419,47 @@ uint64_t Scheduler::path_allowance_bytes(uint32_t leaf_node) const {
                 allowance, node.deficit_bytes <= 0 ? 0 : static_cast<uint64_t>(node.deficit_bytes - 1));
         }
         n = node.parent;
+    }
+    return allowance;
+}
+
+// charge_path(), and whether the next pick() could choose the same leaf again by giving spent
+// drr children a quantum: every drr child on the path is its parent's only backlogged child
+// (rotating a one-child ring changes nothing) and every shaper on the path still conforms.
+// (conforms() changes nothing here: pick() refilled the path's shapers to now_ns already.)
+bool Scheduler::charge_lone_path(uint32_t leaf_node, uint64_t bytes, uint64_t now_ns) {
+    bool lone = true;
+    for (uint32_t n = leaf_node; n != kInvalid;) {
+        Node& node = nodes_[n];
+        if (node.shaper.enabled()) {
+            node.shaper.consume(bytes);
+            lone &= node.shaper.conforms(now_ns);
+        }
+        if (node.parent_is_drr) {
+            node.deficit_bytes -= static_cast<int64_t>(bytes);
+            lone &= nodes_[node.parent].active_count == 1;
+        }
+        n = node.parent;
+    }
+    return lone;
+}
+
+// What pick() does on a lone path (each drr child the only backlogged child of its parent)
+// whose run spent a deficit: the spent children get a quantum (>= one max packet, so positive
+// again); rotating a one-child ring changes nothing. Returns path_allowance_bytes() after it
+// (the same walk).
+uint64_t Scheduler::give_spent_quanta(uint32_t leaf_node) {
+    uint64_t allowance = UINT64_MAX;
+    for (uint32_t n = leaf_node; n != kInvalid; n = nodes_[n].parent) {
+        Node& node = nodes_[n];
+        if (node.shaper.enabled()) {
+            const int64_t tokens = node.shaper.tokens_units();
+            allowance = std::min<uint64_t>(allowance, tokens < 0 ? 0 : static_cast<uint64_t>(tokens) >> 33);
+        }
+        if (node.parent_is_drr) {
+            if (node.deficit_bytes <= 0) node.deficit_bytes += node.quantum_bytes;
+            allowance = std::min<uint64_t>(allowance, static_cast<uint64_t>(node.deficit_bytes - 1));
+        }
     }
     return allowance;
 }
@@ -739,7 +785,8 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         const uint32_t leaf_node = leaf.node;
         const uint32_t run_start = sent;
         uint64_t run_bytes = 0;
-        uint64_t allowance = 0;
+        uint64_t run_limit = 0;    // run_bytes up to which the next pick() is this leaf again
+        uint64_t run_charged = 0;  // run_bytes already charged to the path
         bool budget_spent = false;
         DepartureTally tally;
         Departures taken;
@@ -751,12 +798,29 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
             charged += wire(packet.length_bytes);
             ++sent;
             if (sent == max_packets || leaf.packets == taken.packets) break;
-            if (sent - run_start == 1) allowance = path_allowance_bytes(leaf_node);
-            if (run_bytes > allowance) break;
+            if (sent - run_start == 1) run_limit = path_allowance_bytes(leaf_node);
+            bool refill = false;
+            if (run_bytes > run_limit) {
+                // The next pick() chooses another leaf, unless the path is lone: then it gives
+                // the spent drr children a quantum and, if every shaper on the path conforms,
+                // takes this leaf again. The run goes on with those quanta (a lone bulk class
+                // whose quantum is a packet or two sends whole bursts, not one tree walk per
+                // packet), given only once the next packet is certain: k single dequeues stop
+                // before the k+1-th pick(). Most paths that are not lone fail at the nearest
+                // drr node, without a walk.
+                if (leaf.nearest_drr != kInvalid && nodes_[leaf.nearest_drr].active_count != 1)
+                    break;
+                const bool lone = charge_lone_path(leaf_node, run_bytes - run_charged, now_ns);
+                run_charged = run_bytes;
+                if (!lone) break;
+                refill = true;
+            }
             if (max_bytes - charged < max_wire && !next_fits(leaf, max_bytes - charged)) {
                 budget_spent = true;
                 break;
             }
+            if (refill)
+                run_limit = run_bytes + std::min(give_spent_quanta(leaf_node), UINT64_MAX - run_bytes);
         }
         if (sent != run_start) {
             QueueCounters& counters = leaf.counters;
@@ -764,7 +828,7 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
             counters.bytes_out += run_bytes;
             counters.sojourn_last_ns = now_ns - out[sent - 1].arrival_ns;
             tally.flush(counters);
-            charge_path(leaf_node, run_bytes);
+            if (run_bytes != run_charged) charge_path(leaf_node, run_bytes - run_charged);
         }
         settle_departures(leaf, taken);
         if (leaf.packets == 0) deactivate(leaf_node);

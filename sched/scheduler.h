@@ -79,7 +79,8 @@ public:
     // single dequeue does). `drops` is shared by the whole burst, as it is by consecutive single
     // dequeues given the remaining capacity. The budget is exact: a budget below the next packet's
     // cost returns nothing. Cost: one tree walk per run of packets from the same leaf (a run lasts
-    // while the DRR deficits and shaper tokens on the leaf's path allow); a budget below one
+    // while the DRR deficits and shaper tokens on the leaf's path allow, across quanta where each
+    // DRR child on the path is its parent's only backlogged child); a budget below one
     // max-size frame adds a non-mutating look-ahead per packet. CoDel drops go to `drops` as in
     // dequeue().
     DequeueResult dequeue_burst(Packet* out, uint32_t max_packets, uint64_t max_bytes,
@@ -171,6 +172,7 @@ private:
         uint32_t limit_packets = 0;
         uint64_t limit_bytes = 0;
         uint32_t packets = 0;
+        uint32_t nearest_drr = kInvalid;  // the drr node nearest above the leaf, if any
         uint64_t bytes = 0;
         bool sparse_first = true;
         CodelParams codel;
@@ -210,6 +212,8 @@ private:
     bool peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_room, uint32_t& length);
     uint64_t path_allowance_bytes(uint32_t leaf_node) const;
     void charge_path(uint32_t leaf_node, uint64_t bytes);
+    bool charge_lone_path(uint32_t leaf_node, uint64_t bytes, uint64_t now_ns);
+    uint64_t give_spent_quanta(uint32_t leaf_node);
     bool dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink& sink,
                       Departures& taken);
     bool dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out, DropSink& sink,

@@ -11,6 +11,8 @@
 //               enqueue 1 + dequeue 1 per step with virtual time (the replay engine's pattern)
 //   gateway32   same tree, enqueue 32 + dequeue 32 (dequeue) per step
 //   gateway32_burst  same, dequeue_burst
+//   lone_burst  same tree at a 1500-byte MTU (quantum: one frame), only `other` backlogged
+//               (a lone bulk class), 1500 B, enqueue 32 + dequeue_burst(32)
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -87,9 +89,9 @@ TreeSpec gateway_tree() {
 struct Source {
     std::vector<Packet> sequence;
     uint32_t cursor = 0;
-    explicit Source(bool gateway) {
+    Source(bool gateway, bool lone) {
         sequence.resize(1u << 16);
-        for (Packet& p : sequence) p = make(gateway);
+        for (Packet& p : sequence) p = lone ? make_lone() : make(gateway);
     }
     Packet next() {
         const Packet p = sequence[cursor];
@@ -97,6 +99,14 @@ struct Source {
         return p;
     }
     std::mt19937 random{7};
+    Packet make_lone() {
+        Packet p;
+        p.handle = reinterpret_cast<void*>(uintptr_t{1});
+        p.leaf = 5;  // other
+        p.length_bytes = 1500;
+        p.flow_hash = random() % 4096;
+        return p;
+    }
     Packet make(bool gateway) {
         Packet p;
         p.handle = reinterpret_cast<void*>(uintptr_t{1});
@@ -162,19 +172,22 @@ __attribute__((noinline)) uint64_t measured(Scheduler& s, Source& src, uint32_t 
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: sched_cost fq64|fq64_burst|gateway1|gateway32|gateway32_burst [steps]\n");
+        std::fprintf(stderr, "usage: sched_cost fq64|fq64_burst|gateway1|gateway32|gateway32_burst|lone_burst [steps]\n");
         return 2;
     }
     const std::string name = argv[1];
     const uint32_t steps = argc > 2 ? static_cast<uint32_t>(std::atoi(argv[2])) : 20000;
-    const bool gateway = name.rfind("gateway", 0) == 0;
-    auto built = Scheduler::build(gateway ? gateway_tree() : fq_tree(1024));
+    const bool lone = name == "lone_burst";
+    const bool gateway = name.rfind("gateway", 0) == 0 || lone;
+    TreeSpec spec = gateway ? gateway_tree() : fq_tree(1024);
+    if (lone) spec.max_packet_bytes = 1500 + 18;  // MTU + Ethernet header + a VLAN tag, as compiled
+    auto built = Scheduler::build(spec);
     if (!built.scheduler) {
         std::fprintf(stderr, "%s\n", built.error->to_string().c_str());
         return 1;
     }
     Scheduler& s = *built.scheduler;
-    Source src(gateway);
+    Source src(gateway, lone);
     uint32_t per_step = kBurst;
     Deq deq = Deq::loop;
     if (name == "gateway1") {
@@ -182,9 +195,9 @@ int main(int argc, char** argv) {
         deq = Deq::single;
     }
     if (name.find("_burst") != std::string::npos) deq = Deq::burst;
-    // Virtual time: gateway at ~10G for the mean packet (avg ~3.5 kB -> ~2.8 us); fq64 far
-    // below its shaper.
-    const uint64_t step_ns = gateway ? 2'800ull * per_step : 1'000;
+    // Virtual time: gateway at ~10G for the mean packet (avg ~3.5 kB -> ~2.8 us; lone: 1524
+    // wire bytes -> ~1.22 us); fq64 far below its shaper.
+    const uint64_t step_ns = lone ? 1'220ull * per_step : gateway ? 2'800ull * per_step : 1'000;
     uint64_t now_ns = 1;
     // Prefill to a steady depth.
     Packet in[kBurst];
