@@ -398,6 +398,14 @@ void Scheduler::charge_path(uint32_t leaf_node, uint64_t bytes) {
     }
 }
 
+// Bytes a shaper lets through before it stops conforming, rounded down: tokens / 2^33 <=
+// tokens / 8e9, a shift instead of a division. Under-estimating only ends a run early (the
+// next pick() or the lone-path check then continues it).
+static uint64_t shaper_allowance_bytes(const TokenBucket& shaper) {
+    const int64_t tokens = shaper.tokens_units();
+    return tokens < 0 ? 0 : static_cast<uint64_t>(tokens) >> 33;
+}
+
 // Bytes the leaf at `leaf_node` may send (right after pick() chose it, before charging) such
 // that, after every packet of the run, the next pick() would choose it again: every shaper on
 // the path still conforms (tokens >= 0) and every drr child keeps a positive deficit. Nodes
@@ -408,12 +416,7 @@ uint64_t Scheduler::path_allowance_bytes(uint32_t leaf_node) const {
     uint64_t allowance = UINT64_MAX;
     for (uint32_t n = leaf_node; n != kInvalid;) {
         const Node& node = nodes_[n];
-        if (node.shaper.enabled()) {
-            // tokens / 2^33 <= tokens / 8e9: a shift instead of a division; under-estimating
-            // only ends a run early, and the next pick() then continues it.
-            const int64_t tokens = node.shaper.tokens_units();
-            allowance = std::min<uint64_t>(allowance, tokens < 0 ? 0 : static_cast<uint64_t>(tokens) >> 33);
-        }
+        if (node.shaper.enabled()) allowance = std::min(allowance, shaper_allowance_bytes(node.shaper));
         if (node.parent_is_drr) {
             allowance = std::min<uint64_t>(
                 allowance, node.deficit_bytes <= 0 ? 0 : static_cast<uint64_t>(node.deficit_bytes - 1));
@@ -452,10 +455,7 @@ uint64_t Scheduler::give_spent_quanta(uint32_t leaf_node) {
     uint64_t allowance = UINT64_MAX;
     for (uint32_t n = leaf_node; n != kInvalid; n = nodes_[n].parent) {
         Node& node = nodes_[n];
-        if (node.shaper.enabled()) {
-            const int64_t tokens = node.shaper.tokens_units();
-            allowance = std::min<uint64_t>(allowance, tokens < 0 ? 0 : static_cast<uint64_t>(tokens) >> 33);
-        }
+        if (node.shaper.enabled()) allowance = std::min(allowance, shaper_allowance_bytes(node.shaper));
         if (node.parent_is_drr) {
             if (node.deficit_bytes <= 0) node.deficit_bytes += node.quantum_bytes;
             allowance = std::min<uint64_t>(allowance, static_cast<uint64_t>(node.deficit_bytes - 1));
