@@ -8,7 +8,8 @@
 #         RoCEv2 UDP 4791 (training), 1/2 other TCP/UDP. The PMD copies every frame on RX for
 #         both programs, so absolute rates are lower than null's.
 # Prints Mpps of both, the ratio, and twinlane's cycles per packet per stage.
-# Bounded: SECONDS_PER_RUN (default 5) per run, 8 runs. INPUTS="null mix" (default) selects.
+# Bounded: SECONDS_PER_RUN (default 5) per run, 8 runs. INPUTS="null mix" (default) selects;
+# HUGE_DIR runs both programs on hugepages (see below).
 #   tools/bench_dataplane.sh [TWINLANE|BUILD_DIR] [--benchmark_min_time=...]
 #   (default TWINLANE: build/dataplane/twinlane; a --benchmark_min_time argument, as
 #   tools/test.sh passes to every benchmark for a brief run, shortens each run to 1 s)
@@ -23,6 +24,9 @@ done
 work=$(mktemp -d /tmp/twinlane-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 eal=(--no-huge --no-pci --no-shconf -m 512 --log-level=error)
+# HUGE_DIR=/dev/hugepages (a hugetlbfs mount with 256+ free 2 MiB pages): both programs on
+# hugepages, the production setup, instead of --no-huge.
+[ -n "${HUGE_DIR:-}" ] && eal=(--huge-dir "$HUGE_DIR" "${eal[@]:1}")
 
 command -v dpdk-testpmd >/dev/null || { echo "SKIP: dpdk-testpmd not installed"; exit 77; }
 
