@@ -426,8 +426,8 @@ uint64_t Scheduler::path_allowance_bytes(uint32_t leaf_node) const {
     return allowance;
 }
 
-// charge_path(), and whether the next pick() could choose the same leaf again by giving spent
-// drr children a quantum: every drr child on the path is its parent's only backlogged child
+// charge_path(), and returns whether the next pick() would choose the same leaf again by giving
+// spent drr children a quantum: every drr child on the path is its parent's only backlogged child
 // (rotating a one-child ring changes nothing) and every shaper on the path still conforms.
 // (conforms() changes nothing here: pick() refilled the path's shapers to now_ns already.)
 bool Scheduler::charge_lone_path(uint32_t leaf_node, uint64_t bytes, uint64_t now_ns) {
@@ -810,9 +810,9 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
                 // drr node, without a walk.
                 if (leaf.nearest_drr != kInvalid && nodes_[leaf.nearest_drr].active_count != 1)
                     break;
-                const bool lone = charge_lone_path(leaf_node, run_bytes - run_charged, now_ns);
+                const bool picked_again = charge_lone_path(leaf_node, run_bytes - run_charged, now_ns);
                 run_charged = run_bytes;
-                if (!lone) break;
+                if (!picked_again) break;
                 refill = true;
             }
             if (max_bytes - charged < max_wire && !next_fits(leaf, max_bytes - charged)) {
