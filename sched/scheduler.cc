@@ -416,7 +416,8 @@ uint64_t Scheduler::path_allowance_bytes(uint32_t leaf_node) const {
     uint64_t allowance = UINT64_MAX;
     for (uint32_t n = leaf_node; n != kInvalid;) {
         const Node& node = nodes_[n];
-        if (node.shaper.enabled()) allowance = std::min(allowance, shaper_allowance_bytes(node.shaper));
+        if (node.shaper.enabled())
+            allowance = std::min(allowance, shaper_allowance_bytes(node.shaper));
         if (node.parent_is_drr) {
             allowance = std::min<uint64_t>(
                 allowance, node.deficit_bytes <= 0 ? 0 : static_cast<uint64_t>(node.deficit_bytes - 1));
@@ -455,10 +456,12 @@ uint64_t Scheduler::give_spent_quanta(uint32_t leaf_node) {
     uint64_t allowance = UINT64_MAX;
     for (uint32_t n = leaf_node; n != kInvalid; n = nodes_[n].parent) {
         Node& node = nodes_[n];
-        if (node.shaper.enabled()) allowance = std::min(allowance, shaper_allowance_bytes(node.shaper));
+        if (node.shaper.enabled())
+            allowance = std::min(allowance, shaper_allowance_bytes(node.shaper));
         if (node.parent_is_drr) {
             if (node.deficit_bytes <= 0) node.deficit_bytes += node.quantum_bytes;
-            allowance = std::min<uint64_t>(allowance, static_cast<uint64_t>(node.deficit_bytes - 1));
+            allowance =
+                std::min<uint64_t>(allowance, static_cast<uint64_t>(node.deficit_bytes - 1));
         }
     }
     return allowance;
@@ -810,7 +813,8 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
                 // drr node, without a walk.
                 if (leaf.nearest_drr != kInvalid && nodes_[leaf.nearest_drr].active_count != 1)
                     break;
-                const bool picked_again = charge_lone_path(leaf_node, run_bytes - run_charged, now_ns);
+                const bool picked_again =
+                    charge_lone_path(leaf_node, run_bytes - run_charged, now_ns);
                 run_charged = run_bytes;
                 if (!picked_again) break;
                 refill = true;
@@ -819,8 +823,10 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
                 budget_spent = true;
                 break;
             }
-            if (refill)
-                run_limit = run_bytes + std::min(give_spent_quanta(leaf_node), UINT64_MAX - run_bytes);
+            if (refill) {
+                run_limit =
+                    run_bytes + std::min(give_spent_quanta(leaf_node), UINT64_MAX - run_bytes);
+            }
         }
         if (sent != run_start) {
             QueueCounters& counters = leaf.counters;

@@ -172,7 +172,9 @@ __attribute__((noinline)) uint64_t measured(Scheduler& s, Source& src, uint32_t 
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: sched_cost fq64|fq64_burst|gateway1|gateway32|gateway32_burst|lone_burst [steps]\n");
+        std::fprintf(stderr,
+                     "usage: sched_cost fq64|fq64_burst|gateway1|gateway32|gateway32_burst|"
+                     "lone_burst [steps]\n");
         return 2;
     }
     const std::string name = argv[1];
