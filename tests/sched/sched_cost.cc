@@ -85,13 +85,15 @@ TreeSpec gateway_tree() {
     return spec;
 }
 
+enum class Traffic { fq64, gateway, lone };
+
 // Packets are generated before the measured region and replayed cyclically from memory.
 struct Source {
     std::vector<Packet> sequence;
     uint32_t cursor = 0;
-    Source(bool gateway, bool lone) {
+    explicit Source(Traffic traffic) {
         sequence.resize(1u << 16);
-        for (Packet& p : sequence) p = lone ? make_lone() : make(gateway);
+        for (Packet& p : sequence) p = make(traffic);
     }
     Packet next() {
         const Packet p = sequence[cursor];
@@ -99,18 +101,16 @@ struct Source {
         return p;
     }
     std::mt19937 random{7};
-    Packet make_lone() {
+    Packet make(Traffic traffic) {
         Packet p;
         p.handle = reinterpret_cast<void*>(uintptr_t{1});
-        p.leaf = 5;  // other
-        p.length_bytes = 1500;
-        p.flow_hash = random() % 4096;
-        return p;
-    }
-    Packet make(bool gateway) {
-        Packet p;
-        p.handle = reinterpret_cast<void*>(uintptr_t{1});
-        if (!gateway) {
+        if (traffic == Traffic::lone) {
+            p.leaf = 5;  // other
+            p.length_bytes = 1500;
+            p.flow_hash = random() % 4096;
+            return p;
+        }
+        if (traffic == Traffic::fq64) {
             p.length_bytes = 64;
             p.flow_hash = random() % 1024;
             p.leaf = 0;
@@ -179,9 +179,11 @@ int main(int argc, char** argv) {
     }
     const std::string name = argv[1];
     const uint32_t steps = argc > 2 ? static_cast<uint32_t>(std::atoi(argv[2])) : 20000;
-    const bool lone = name == "lone_burst";
-    const bool gateway = name.rfind("gateway", 0) == 0 || lone;
-    TreeSpec spec = gateway ? gateway_tree() : fq_tree(1024);
+    const Traffic traffic = name == "lone_burst"                 ? Traffic::lone
+                            : name.rfind("gateway", 0) == 0 ? Traffic::gateway
+                                                            : Traffic::fq64;
+    const bool lone = traffic == Traffic::lone;
+    TreeSpec spec = traffic == Traffic::fq64 ? fq_tree(1024) : gateway_tree();
     if (lone) spec.max_packet_bytes = 1500 + 18;  // MTU + Ethernet header + a VLAN tag, as compiled
     auto built = Scheduler::build(spec);
     if (!built.scheduler) {
@@ -189,7 +191,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     Scheduler& s = *built.scheduler;
-    Source src(gateway, lone);
+    Source src(traffic);
     uint32_t per_step = kBurst;
     Deq deq = Deq::loop;
     if (name == "gateway1") {
@@ -199,7 +201,9 @@ int main(int argc, char** argv) {
     if (name.find("_burst") != std::string::npos) deq = Deq::burst;
     // Virtual time: gateway at ~10G for the mean packet (avg ~3.5 kB -> ~2.8 us; lone: 1524
     // wire bytes -> ~1.22 us); fq64 far below its shaper.
-    const uint64_t step_ns = lone ? 1'220ull * per_step : gateway ? 2'800ull * per_step : 1'000;
+    const uint64_t step_ns = lone                         ? 1'220ull * per_step
+                             : traffic == Traffic::gateway ? 2'800ull * per_step
+                                                           : 1'000;
     uint64_t now_ns = 1;
     // Prefill to a steady depth.
     Packet in[kBurst];
