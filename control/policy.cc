@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "classifier/flow_table.h"
+#include "control/units.h"
 #include "control/yaml_fields.h"
 
 namespace twinlane::control {
@@ -34,20 +35,6 @@ constexpr uint64_t kDefaultBurstNs = 1'000'000;  // a shaper lets through 1 ms o
 
 bool is_power_of_two(uint64_t value) {
     return value != 0 && (value & (value - 1)) == 0;
-}
-
-std::string rate_text(uint64_t bits_per_sec) {
-    struct Step {
-        uint64_t unit;
-        const char* suffix;
-    };
-    for (Step step : {Step{1'000'000'000'000ULL, "T"}, Step{1'000'000'000ULL, "G"},
-                      Step{1'000'000ULL, "M"}, Step{1'000ULL, "K"}}) {
-        if (bits_per_sec >= step.unit && bits_per_sec % step.unit == 0) {
-            return std::to_string(bits_per_sec / step.unit) + step.suffix + "bps";
-        }
-    }
-    return std::to_string(bits_per_sec) + "bps";
 }
 
 // Names appear in metrics and in generated node names: keep them to a safe alphabet.

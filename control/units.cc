@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cctype>
+#include <cstdio>
 #include <numeric>
 
 namespace twinlane::control {
@@ -307,6 +308,47 @@ ParseResult<uint64_t> parse_unsigned(std::string_view text, uint64_t max) {
                                            std::to_string(max));
     }
     return ParseResult<uint64_t>::ok(split->number.numerator);
+}
+
+std::string rate_text(uint64_t bits_per_sec) {
+    struct Step {
+        uint64_t unit;
+        const char* suffix;
+    };
+    for (Step step : {Step{1'000'000'000'000ULL, "T"}, Step{1'000'000'000ULL, "G"},
+                      Step{1'000'000ULL, "M"}, Step{1'000ULL, "K"}}) {
+        if (bits_per_sec >= step.unit && bits_per_sec % step.unit == 0) {
+            return std::to_string(bits_per_sec / step.unit) + step.suffix + "bps";
+        }
+    }
+    return std::to_string(bits_per_sec) + "bps";
+}
+
+std::string duration_text(uint64_t ns) {
+    struct Step {
+        uint64_t unit;
+        const char* suffix;
+    };
+    for (Step step :
+         {Step{1'000'000'000ULL, "s"}, Step{1'000'000ULL, "ms"}, Step{1'000ULL, "us"}}) {
+        if (ns >= step.unit && ns % step.unit == 0) {
+            return std::to_string(ns / step.unit) + step.suffix;
+        }
+    }
+    return std::to_string(ns) + "ns";
+}
+
+std::string percent_text(uint32_t ppm) {
+    std::string text = std::to_string(ppm / 10'000);
+    if (const uint32_t fraction = ppm % 10'000; fraction != 0) {
+        std::array<char, 8> digits{};
+        std::snprintf(digits.data(), digits.size(), "%04u", fraction);
+        std::string tail(digits.data());
+        while (tail.back() == '0')
+            tail.pop_back();
+        text += "." + tail;
+    }
+    return text + "%";
 }
 
 }  // namespace twinlane::control

@@ -76,4 +76,10 @@ ParseResult<ByteBudget> parse_byte_budget(std::string_view text);
 // A plain non-negative decimal integer (no unit, no sign, no fraction), at most `max`.
 ParseResult<uint64_t> parse_unsigned(std::string_view text, uint64_t max);
 
+// The inverse of the parsers above: exact text in the largest unit that divides the value, which
+// parses back to the same number ("10Gbps", "250us", "0.5%"). For messages and policy documents.
+std::string rate_text(uint64_t bits_per_sec);
+std::string duration_text(uint64_t ns);
+std::string percent_text(uint32_t ppm);
+
 }  // namespace twinlane::control

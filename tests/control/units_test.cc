@@ -222,5 +222,29 @@ TEST(Unsigned, PlainIntegersOnly) {
     EXPECT_FALSE(parse_unsigned("", 100).has_value());
 }
 
+TEST(Text, ParsesBackToTheSameValue) {
+    EXPECT_EQ(rate_text(10'000'000'000), "10Gbps");
+    EXPECT_EQ(rate_text(1'500'000'000), "1500Mbps");
+    EXPECT_EQ(rate_text(999), "999bps");
+    EXPECT_EQ(duration_text(250'000), "250us");
+    EXPECT_EQ(duration_text(1'500), "1500ns");
+    EXPECT_EQ(percent_text(5'000), "0.5%");
+    EXPECT_EQ(percent_text(1'000'000), "100%");
+    uint64_t x = 88172645463325252ull;  // xorshift64: values of every magnitude and unit
+    for (int i = 0; i < 2000; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        const uint64_t value = x >> (x % 60);
+        const uint64_t rounded = value - value % 1'000'000;  // also hit the unit steps
+        for (const uint64_t v : {value, rounded}) {
+            EXPECT_EQ(*parse_rate_bits_per_sec(rate_text(v)), v) << rate_text(v);
+            EXPECT_EQ(*parse_duration_ns(duration_text(v)), v) << duration_text(v);
+        }
+        const auto ppm = static_cast<uint32_t>(x % (kPartsPerMillion + 1));
+        EXPECT_EQ(*parse_percent_ppm(percent_text(ppm)), ppm) << percent_text(ppm);
+    }
+}
+
 }  // namespace
 }  // namespace twinlane::control
