@@ -195,14 +195,18 @@ private:
                 }
                 const uint8_t* udp = data_ + offset;
                 const uint32_t udp_length = load_be16(udp + 4);
-                if (udp_length < kUdpHeader || udp_length > room) {
+                // A first fragment carries the whole datagram's length, not its own: only
+                // the part in this fragment (up to `room`) can be checked and parsed.
+                if (udp_length < kUdpHeader ||
+                    (udp_length > room && out_.fragment != Fragment::first)) {
                     return MalformedReason::udp_bad_length;
                 }
+                const uint32_t udp_here = udp_length < room ? udp_length : room;
                 out_.src_port = load_be16(udp);
                 out_.dst_port = load_be16(udp + 2);
                 const uint32_t payload = offset + kUdpHeader;
                 if (out_.dst_port == options_.roce_port) {
-                    if (!readable(payload, kBthHeader) || udp_length - kUdpHeader < kBthHeader) {
+                    if (!readable(payload, kBthHeader) || udp_here - kUdpHeader < kBthHeader) {
                         return MalformedReason::roce_truncated;
                     }
                     out_.roce = true;
@@ -213,7 +217,7 @@ private:
                 }
                 if (!inner && options_.vxlan_inner && out_.dst_port == options_.vxlan_port) {
                     if (!readable(payload, kVxlanHeader) ||
-                        udp_length - kUdpHeader < kVxlanHeader) {
+                        udp_here - kUdpHeader < kVxlanHeader) {
                         return MalformedReason::vxlan_truncated;
                     }
                     if ((data_[payload] & 0x08) == 0) return MalformedReason::vxlan_bad_flags;
@@ -232,7 +236,7 @@ private:
                     out_.dst_ipv4 = 0;
                     out_.flow_ip_version = 0;
                     out_.flow_dscp = 0;
-                    return ethernet(payload + kVxlanHeader, offset + udp_length, true);
+                    return ethernet(payload + kVxlanHeader, offset + udp_here, true);
                 }
                 return MalformedReason::none;
             }

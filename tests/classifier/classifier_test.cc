@@ -305,6 +305,46 @@ TEST(Classifier, Ipv6FragmentsFollowTheFirst) {
     EXPECT_TRUE(r.ecn_capable);
 }
 
+// A UDP first fragment's length field is the whole datagram's, longer than the fragment: it
+// is classified on its ports like any first fragment, not counted as malformed.
+TEST(Classifier, UdpFirstFragmentsCarryTheDatagramLength) {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    config.malformed_policy = MalformedPolicy::drop;
+    Classifier classifier(config);
+    auto with_udp_length = [](std::vector<uint8_t> frame, size_t udp_offset, uint16_t length) {
+        frame[udp_offset + 4] = uint8_t(length >> 8);
+        frame[udp_offset + 5] = uint8_t(length);
+        return frame;
+    };
+    const auto first4 = with_udp_length(PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 77, 0, true).udp(40000, 50051).payload(1472).build(), 34, 4008);
+    const auto later4 = PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 77, 185).payload(1480).build();
+    const auto first6 = with_udp_length(PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44).ipv6_fragment(17, 0, true, 78).udp(40000, 50051).payload(1424).build(), 62, 4008);
+    const auto later6 = PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44).ipv6_fragment(17, 179, false, 78).payload(1432).build();
+    for (const auto* pair : {&first4, &first6}) {
+        const Result head = run(classifier, *pair, 0);
+        EXPECT_FALSE(head.drop);
+        EXPECT_EQ(head.class_id, kInference);
+        EXPECT_EQ(head.source, MatchSource::port);
+    }
+    for (const auto* tail : {&later4, &later6}) {
+        const Result r = run(classifier, *tail, 1);
+        EXPECT_EQ(r.class_id, kInference);
+        EXPECT_EQ(r.source, MatchSource::fragment);
+    }
+    auto malformed = [&] {
+        uint64_t total = 0;
+        for (const uint64_t n : classifier.counters().malformed) total += n;
+        return total;
+    };
+    EXPECT_EQ(malformed(), 0u);
+    // Shorter than a UDP header is still malformed, fragment or not; and an unfragmented
+    // datagram longer than its packet is.
+    EXPECT_TRUE(run(classifier, with_udp_length(first4, 34, 7), 2).drop);
+    const auto whole = PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 3}, 17).udp(40000, 50051).payload(100).build();
+    EXPECT_TRUE(run(classifier, with_udp_length(whole, 34, 4008), 2).drop);
+    EXPECT_EQ(malformed(), 2u);
+}
+
 TEST(Classifier, VxlanClassifiesOnInnerAndMarksOuter) {
     ClassifierConfig config = ClassifierConfig::defaults();
     config.vxlan_inner = true;
