@@ -11,6 +11,7 @@
 namespace twinlane::replay {
 namespace {
 
+constexpr uint32_t kCheckpointFirstSourcePort = 33000;  // + job (at most 64 jobs)
 // How the training load splits between collectives and checkpoint writes.
 constexpr double kCheckpointShareOfTraining = 0.10;
 // Every fourth job runs NCCL over TCP sockets instead of RoCE (clusters without RDMA NICs).
@@ -171,8 +172,10 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
         checkpoint.duration_ns = options.duration_ns;
         checkpoint.nominal_sender_rate_bps = 25e9;
         checkpoint.seed = source_seed(options.seed, next_source_id++);
+        // Source ports in the Linux ephemeral range and clear of every model-serving port
+        // (50000 + job reached gRPC's 50051 at job 51: a checkpoint counted as inference).
         checkpoint.flows.push_back({benchmark_v4(16 + job, 1), benchmark_v4(100, nfs ? 10 : 11),
-                                    static_cast<uint16_t>(50000 + job),
+                                    static_cast<uint16_t>(kCheckpointFirstSourcePort + job),
                                     static_cast<uint16_t>(nfs ? 2049 : 443), 0});
         const uint32_t checkpoint_component = add_component(
             "job" + std::to_string(job) + (nfs ? " checkpoint-nfs" : " checkpoint-s3"),

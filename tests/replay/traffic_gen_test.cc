@@ -29,7 +29,10 @@ using testing::read32;
 
 // The test's own view of which ports make a class (independent of the generator's tables).
 TrafficClass class_by_ports(const DecodedFrame& frame) {
-    const std::set<uint16_t> inference = {8001, 50051, 8080, 8000};
+    // The classifier's defaults, in its order: RoCEv2 first, then model-serving ports (either
+    // direction).
+    if (frame.protocol == 17 && frame.dst_port == 4791) return TrafficClass::training;
+    const std::set<uint16_t> inference = {7070, 8000, 8001, 8080, 8500, 8501, 50051};
     const std::set<uint16_t> other = {53, 22, 80};
     const auto either = [&](const std::set<uint16_t>& ports) {
         return ports.count(frame.src_port) > 0 || ports.count(frame.dst_port) > 0;
@@ -283,7 +286,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(LoadCase{"defaults_20ms", 10e9, 20'000'000, 1.10, 0.05, 0.02, 4, 4, 32, 0.1,
                                1},
                       LoadCase{"link25g_mixed", 25e9, 10'000'000, 0.6, 0.2, 0.1, 5, 8, 12, 0.5, 77},
-                      LoadCase{"link1g_light", 1e9, 40'000'000, 0.3, 0.1, 0.05, 1, 2, 4, 0.0, 9}),
+                      LoadCase{"link1g_light", 1e9, 40'000'000, 0.3, 0.1, 0.05, 1, 2, 4, 0.0, 9},
+                      // Most jobs allowed: no job's ports may look like a serving port.
+                      LoadCase{"jobs64", 100e9, 4'000'000, 1.0, 0.05, 0.02, 64, 4, 16, 0.1, 5}),
     [](const ::testing::TestParamInfo<LoadCase>& info) { return std::string(info.param.name); });
 
 // ----- determinism through the pcap file
