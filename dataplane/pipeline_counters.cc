@@ -30,6 +30,8 @@ const char* to_string(DropCause cause) {
             return "shutdown_scheduler";
         case DropCause::shutdown_nic_refused:
             return "shutdown_nic_refused";
+        case DropCause::sched_fq_overflow:
+            return "sched_fq_overflow";
     }
     return "unknown";
 }
@@ -50,6 +52,8 @@ DropCause from_sched(sched::DropReason reason) {
             return DropCause::sched_unknown_leaf;
         case sched::DropReason::oversize:
             return DropCause::sched_oversize;
+        case sched::DropReason::fq_overflow:
+            return DropCause::sched_fq_overflow;
     }
     return DropCause::sched_unknown_leaf;
 }

@@ -35,8 +35,9 @@ enum class DropCause : uint8_t {
     shutdown_lane_ring,    // still in a lane ring when the pipeline stopped
     shutdown_scheduler,    // still queued in a scheduler when the pipeline stopped
     shutdown_nic_refused,  // refused by the NIC and still held when the pipeline stopped
+    sched_fq_overflow,
 };
-inline constexpr uint32_t kDropCauseCount = 12;
+inline constexpr uint32_t kDropCauseCount = 13;
 const char* to_string(DropCause cause);
 DropCause from_sched(sched::DropReason reason);
 

@@ -13,6 +13,7 @@ const char* to_string(DropReason reason) {
         case DropReason::codel: return "codel";
         case DropReason::unknown_leaf: return "unknown_leaf";
         case DropReason::oversize: return "oversize";
+        case DropReason::fq_overflow: return "fq_overflow";
     }
     return "unknown";
 }

@@ -21,8 +21,10 @@ enum class DropReason : uint8_t {
     codel,               // CoDel drop at dequeue (Not-ECT, or ECN disabled)
     unknown_leaf,        // Packet::leaf is not a leaf id of this tree
     oversize,            // length_bytes is 0 or above TreeSpec::max_packet_bytes
+    fq_overflow,         // fq leaf full: a queued packet at the head of the fattest flow,
+                         // dropped to admit an arrival of a smaller flow (fq_codel's rule)
 };
-inline constexpr uint32_t kDropReasonCount = 7;
+inline constexpr uint32_t kDropReasonCount = 8;
 const char* to_string(DropReason reason);
 
 // A packet the scheduler refuses or discards; the caller owns it again and frees it.

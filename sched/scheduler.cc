@@ -318,6 +318,70 @@ struct Scheduler::Departures {
     return true;
 }
 
+// fq_codel's answer to a full leaf: room is made by dropping from the head of a flow with more
+// bytes queued than the arriving one would have, not by dropping the arrival. With a shared
+// tail drop, whichever flow arrives next loses, so the flows that fill the leaf take the limit
+// and a sparse flow (an RPC) loses packets and waits behind a full queue. fq_codel scans every
+// bucket for the fattest flow; here the leaf remembers the fattest flow seen at an overflow
+// (O(1) per arrival; a scan only at the first overflow or once that flow has drained): an
+// arrival from a flow with more bytes than it becomes it (and is dropped: it is the fattest
+// known), an arrival from a smaller flow pushes it out. While the leaf stays full its heavy
+// senders keep arriving, so the remembered flow is a heavy one.
+// Changes nothing but that memory; no room (Room::flow kInvalid) when the arriving flow is
+// the fattest known, or room takes more than `spare` drops (the caller's drop array has one
+// entry per arrival).
+Scheduler::Room Scheduler::find_room(Leaf& leaf, uint32_t arriving_flow, uint32_t length,
+                                     uint32_t spare, uint32_t depth, uint64_t depth_bytes) {
+    const uint64_t arriving_bytes = flows_[arriving_flow].bytes + length;
+    uint32_t victim = leaf.fattest_flow;
+    if (victim == kInvalid || flows_[victim].bytes == 0) {
+        // First overflow, or the remembered flow drained: find the fattest (rare).
+        victim = arriving_flow;
+        for (const uint32_t head : {leaf.fresh_head, leaf.old_head}) {
+            for (uint32_t f = head; f != kInvalid; f = flows_[f].next) {
+                if (flows_[f].bytes > flows_[victim].bytes) victim = f;
+            }
+        }
+    }
+    if (victim == arriving_flow || flows_[victim].bytes <= arriving_bytes) {
+        leaf.fattest_flow = arriving_flow;
+        return {};
+    }
+    leaf.fattest_flow = victim;
+    if (length > leaf.limit_bytes) return {};
+    Room room{victim, 0, depth, depth_bytes};
+    for (uint32_t slot = flows_[victim].head;
+         room.depth >= leaf.limit_packets || room.depth_bytes + length > leaf.limit_bytes;
+         slot = next_slot_[slot]) {
+        if (slot == kInvalid || room.drops == spare) return {};
+        room.depth_bytes -= slots_[slot].length_bytes;
+        --room.depth;
+        ++room.drops;
+    }
+    return room;
+}
+
+// Drops the packets find_room counted from the head of its flow (`fq_overflow`).
+void Scheduler::push_out(Leaf& leaf, const Room& room, DroppedPacket* drops, uint32_t& dropped,
+                         uint32_t& free) {
+    Flow& flow = flows_[room.flow];
+    constexpr DropReason reason = DropReason::fq_overflow;
+    constexpr auto reason_index = static_cast<uint32_t>(reason);
+    for (uint32_t k = 0; k < room.drops; ++k) {
+        const uint32_t slot = flow.head;
+        const Packet& packet = slots_[slot];
+        flow.head = next_slot_[slot];
+        if (flow.head == kInvalid) flow.tail = kInvalid;
+        --flow.packets;
+        flow.bytes -= packet.length_bytes;
+        ++leaf.counters.drop_packets[reason_index];
+        leaf.counters.drop_bytes[reason_index] += packet.length_bytes;
+        drops[dropped++] = DroppedPacket{packet, reason};
+        free_slots_[free++] = slot;
+    }
+    queued_packets_ -= room.drops;
+}
+
 [[gnu::always_inline]] inline void Scheduler::settle_departures(Leaf& leaf, Departures& taken) {
     leaf.packets -= taken.packets;
     leaf.bytes -= taken.bytes;
@@ -596,7 +660,6 @@ bool Scheduler::peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_ro
 // enqueue's samples). Same admissions, drops, order and counters as one packet at a time.
 uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_ns,
                             DroppedPacket* drops) {
-    uint32_t accepted = 0;
     uint32_t dropped = 0;
     // Touch the burst's flow queues up front so their cache misses overlap (sched_bench, 64k
     // flows); a packet with an unknown leaf is skipped here and dropped below.
@@ -624,41 +687,58 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
         uint32_t run_in = 0;
         uint64_t run_in_bytes = 0;
         FlowAppend append;
+        // RED at arrival, on the leaf's bytes before this packet: false if it drops it.
+        auto red_admits = [&](const Packet& packet,
+                              DropReason& reason) __attribute__((always_inline)) {
+            if (!leaf.red.enabled || !red_signal(leaf.red, depth_bytes, rng_)) return true;
+            if (mark_ce(packet)) {
+                ++leaf.counters.ecn_marked_red;
+                return true;
+            }
+            if (!leaf.red.drop_non_ect) return true;
+            reason = DropReason::red_early;
+            return false;
+        };
+        auto admit = [&](const Packet& packet, uint32_t flow) __attribute__((always_inline)) {
+            const uint32_t slot = free_slots_[--free];
+            slots_[slot] = packet;
+            slots_[slot].arrival_ns = now_ns;
+            next_slot_[slot] = kInvalid;
+            append_to_flow(leaf, flow, slot, packet.length_bytes, append);
+            depth_bytes += packet.length_bytes;
+            if (depth++ == 0) activate(leaf.node);
+            ++run_in;
+            run_in_bytes += packet.length_bytes;
+        };
         for (; i < count && packets[i].leaf == leaf_index; ++i) {
             const Packet& packet = packets[i];
             const uint32_t length = packet.length_bytes;
+            const uint32_t flow = leaf.first_flow + (packet.flow_hash & leaf.flow_mask);
             DropReason reason = DropReason::oversize;
             if (length == 0 || length > max_packet_bytes_) {
                 reason = DropReason::oversize;
-            } else if (depth >= leaf.limit_packets) {
-                reason = DropReason::queue_full_packets;
-            } else if (depth_bytes + length > leaf.limit_bytes) {
-                reason = DropReason::queue_full_bytes;
-            } else if (free == 0) {
-                reason = DropReason::pool_exhausted;
-            } else {
-                bool admit = true;
-                if (leaf.red.enabled && red_signal(leaf.red, depth_bytes, rng_)) {
-                    if (mark_ce(packet)) {
-                        ++leaf.counters.ecn_marked_red;
-                    } else if (leaf.red.drop_non_ect) {
-                        admit = false;
-                        reason = DropReason::red_early;
+            } else if (depth >= leaf.limit_packets || depth_bytes + length > leaf.limit_bytes) {
+                reason = depth >= leaf.limit_packets ? DropReason::queue_full_packets
+                                                     : DropReason::queue_full_bytes;
+                if (leaf.flow_mask != 0) [[unlikely]] {
+                    append.flush(flows_);  // the flows' byte counts must be current
+                    append = FlowAppend{};
+                    // Drops so far plus one per packet still to come stay within `count`.
+                    const Room room = find_room(leaf, flow, length, i + 1 - dropped, depth,
+                                                depth_bytes);
+                    if (room.flow != kInvalid && red_admits(packet, reason)) {
+                        push_out(leaf, room, drops, dropped, free);
+                        depth = room.depth;
+                        depth_bytes = room.depth_bytes;
+                        admit(packet, flow);
+                        continue;
                     }
                 }
-                if (admit) {
-                    const uint32_t slot = free_slots_[--free];
-                    slots_[slot] = packet;
-                    slots_[slot].arrival_ns = now_ns;
-                    next_slot_[slot] = kInvalid;
-                    append_to_flow(leaf, leaf.first_flow + (packet.flow_hash & leaf.flow_mask),
-                                   slot, length, append);
-                    depth_bytes += length;
-                    if (depth++ == 0) activate(leaf.node);
-                    ++run_in;
-                    run_in_bytes += length;
-                    continue;
-                }
+            } else if (free == 0) {
+                reason = DropReason::pool_exhausted;
+            } else if (red_admits(packet, reason)) {
+                admit(packet, flow);
+                continue;
             }
             drop(leaf.counters, packet, reason);
         }
@@ -669,9 +749,8 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
         queued_packets_ += run_in;
         leaf.counters.packets_in += run_in;
         leaf.counters.bytes_in += run_in_bytes;
-        accepted += run_in;
     }
-    return accepted;
+    return count - dropped;
 }
 
 [[gnu::always_inline]] inline bool Scheduler::dequeue_flow(Leaf& leaf, uint32_t flow,

@@ -63,6 +63,9 @@ public:
     static BuildResult build(const TreeSpec& spec);
 
     // Hot path ------------------------------------------------------------------------------
+    // Admits `count` packets or drops them; returns count minus the drops written to `drops`
+    // (room for `count`). A drop is the arrival, or, in a full fq leaf, a queued packet of a
+    // fatter flow pushed out for it (`fq_overflow`): the arrival is queued in its place.
     uint32_t enqueue(const Packet* packets, uint32_t count, uint64_t now_ns, DroppedPacket* drops);
     // Up to max_packets packets, in exactly the order (and with exactly the state changes) of
     // as many single-packet dequeues at the same now_ns. Same as dequeue_burst without a budget.
@@ -173,6 +176,7 @@ private:
         uint64_t limit_bytes = 0;
         uint32_t packets = 0;
         uint32_t nearest_drr = kInvalid;  // the drr node nearest above the leaf, if any
+        uint32_t fattest_flow = kInvalid;  // fq: the fattest flow seen at an overflow (find_room)
         uint64_t bytes = 0;
         bool sparse_first = true;
         CodelParams codel;
@@ -201,6 +205,18 @@ private:
                         FlowAppend& append);
     struct Departures;
     bool pop_flow(uint32_t flow, Packet& out, Departures& taken);
+    // A full fq leaf's room for one arrival: `drops` head packets of `flow` leave the leaf at
+    // `depth` packets and `depth_bytes` bytes (find_room, push_out in scheduler.cc).
+    struct Room {
+        uint32_t flow = kInvalid;
+        uint32_t drops = 0;
+        uint32_t depth = 0;
+        uint64_t depth_bytes = 0;
+    };
+    Room find_room(Leaf& leaf, uint32_t arriving_flow, uint32_t length, uint32_t spare,
+                   uint32_t depth, uint64_t depth_bytes);
+    void push_out(Leaf& leaf, const Room& room, DroppedPacket* drops, uint32_t& dropped,
+                  uint32_t& free);
     void settle_departures(Leaf& leaf, Departures& taken);
     void push_flow_list(Leaf& leaf, FlowList list, uint32_t flow);
     uint32_t pop_flow_list(Leaf& leaf, FlowList list);

@@ -364,8 +364,10 @@ TEST(SchedBurstTest, MovedFlowsStayInOrderOnRandomTrees) {
         EXPECT_EQ(enqueued, left) << seed;
         for (uint16_t l = 0; l < leaves; ++l) {
             const QueueCounters c = scheduler.leaf_counters(l);
-            // packets_in counts admitted packets; CoDel drops were admitted, tail drops not.
-            EXPECT_EQ(c.packets_in, c.packets_out + c.drops(DropReason::codel) + c.depth_packets +
+            // packets_in counts admitted packets; CoDel and fq overflow drops were admitted,
+            // tail drops not.
+            EXPECT_EQ(c.packets_in, c.packets_out + c.drops(DropReason::codel) +
+                                        c.drops(DropReason::fq_overflow) + c.depth_packets +
                                         c.migrated_out_packets)
                 << "seed " << seed << " leaf " << l;
         }
