@@ -82,6 +82,12 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
             spdlog::error("--link-rate: {}", rate.error());
             return std::nullopt;
         }
+        // The policy's own bounds for a port rate (a zero rate divided by zero further on).
+        if (*rate == 0 || *rate > 10'000'000'000'000ULL) {
+            spdlog::error("--link-rate: '{}' is not a link rate (above 0, at most 10T)",
+                          args.link_rate);
+            return std::nullopt;
+        }
         link_rate = rate.value();
     }
     control::PolicyResult loaded = control::load_policy(args.policy);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "control/units.h"
 #include "dataplane/eal.h"
 #include "dataplane/fifo_forwarder.h"
 #include "dataplane/policy_run.h"
@@ -20,6 +21,9 @@
 
 namespace twinlane::dataplane {
 namespace {
+
+// A day: beyond it "idle" means something else than the end of a capture.
+constexpr uint64_t kMaxIdleExitMs = 86'400'000;
 
 struct RunArgs {
     std::string policy_path;
@@ -63,6 +67,11 @@ bool resolve(const std::string& name, uint16_t fallback_index, uint16_t& port_id
     return false;
 }
 
+// --idle-exit as milliseconds once idle_exit_valid() accepted it (not 'auto' or 'never').
+uint64_t idle_exit_setting_ms(const std::string& setting) {
+    return *control::parse_unsigned(setting, kMaxIdleExitMs);
+}
+
 // End of input is only knowable for file-backed input: a pcap RX device stops delivering.
 uint64_t idle_exit_ns(const std::string& setting, uint16_t rx_port) {
     if (setting == "never") return 0;
@@ -73,7 +82,7 @@ uint64_t idle_exit_ns(const std::string& setting, uint16_t rx_port) {
             return 200'000'000;
         return 0;
     }
-    return std::stoull(setting) * 1'000'000ULL;
+    return idle_exit_setting_ms(setting) * 1'000'000ULL;
 }
 
 void print_counters(const RunArgs& args, const std::string& rx, const std::string& tx,
@@ -118,7 +127,7 @@ int run_policy(const RunArgs& args) {
     options.idle_exit_auto = args.idle_exit == "auto";
     options.idle_exit_ns = args.idle_exit == "never" ? 0
                            : options.idle_exit_auto  ? 200'000'000ULL
-                                                     : std::stoull(args.idle_exit) * 1'000'000ULL;
+                                                     : idle_exit_setting_ms(args.idle_exit) * 1'000'000ULL;
     options.duration_ns = static_cast<uint64_t>(args.duration_s * 1e9);
     options.stats_interval_ns = static_cast<uint64_t>(args.stats_interval_s * 1e9);
     options.lane_ring_slots = args.lane_ring_slots;
@@ -234,6 +243,13 @@ void add_run_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--idle-exit", args->idle_exit,
                     "Stop after this many ms without input: a number, 'never', or 'auto' "
                     "(200 ms for a pcap input, else never)")
+        ->check(CLI::Validator(
+            [](const std::string& text) -> std::string {
+                if (text == "auto" || text == "never") return {};
+                auto ms = control::parse_unsigned(text, kMaxIdleExitMs);
+                return ms ? std::string() : ms.error() + " (a number of ms, 'never' or 'auto')";
+            },
+            "MS|never|auto"))
         ->capture_default_str();
     cmd->add_flag("--json", args->json, "Print final counters as one JSON object");
     cmd->add_option("--control-socket", args->control_socket,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A port name that does not exist gives a clear error naming it, and a non-zero exit code; so
-# does a pcap input whose capture is not Ethernet.
+# do a pcap input whose capture is not Ethernet, flow tables beyond memory, and bad option values
+# (--idle-exit, replay --link-rate).
 # Usage: bad_port_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
 twinlane=$1
@@ -80,3 +81,24 @@ YAML
 else
     echo "skipped the flow-table memory check: ${available_kib:-unknown} KiB available"
 fi
+
+# Bad option values get a usage error naming the option, not a crash or a wrapped number.
+for value in garbage 12abc -5 99999999999999999999999 9223372036855; do
+    rc=0
+    "$twinlane" run -c "$WORK/cooked.yaml" --no-control --idle-exit="$value" -- "${EAL_BASE[@]}" \
+        -l 0 >"$WORK/idle.txt" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || { cat "$WORK/idle.txt"; fail "--idle-exit $value: exit $rc"; }
+    grep -q -- "--idle-exit: '$value'" "$WORK/idle.txt" || { cat "$WORK/idle.txt"; fail "--idle-exit $value not named"; }
+done
+echo "PASS: bad --idle-exit values refused: $(head -1 "$WORK/idle.txt")"
+conf=$(cd "$(dirname "$0")/../../conf" && pwd)
+"$twinlane" gen -o "$WORK/small.pcap" --duration 2ms >/dev/null 2>&1 || fail "gen"
+for value in 0 0G 11T; do
+    rc=0
+    "$twinlane" replay -c "$conf/default.yaml" -i "$WORK/small.pcap" --link-rate "$value" \
+        >"$WORK/rate.txt" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || { cat "$WORK/rate.txt"; fail "--link-rate $value: exit $rc"; }
+    grep -q "\-\-link-rate: '$value' is not a link rate" "$WORK/rate.txt" ||
+        { cat "$WORK/rate.txt"; fail "--link-rate $value not named"; }
+done
+echo "PASS: replay --link-rate 0 and above 10T refused"
