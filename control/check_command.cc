@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "control/compile.h"
 #include "control/policy.h"
 
 namespace twinlane::control {
@@ -15,6 +16,13 @@ int run_check(const std::string& policy_path, std::ostream& out, std::ostream& e
         return 1;
     }
     const Policy& policy = *result.policy;
+    // What `twinlane run` builds from the policy next: anything it would refuse fails here too.
+    const CompiledPolicy compiled = compile_policy(policy);
+    if (!compiled.ok()) {
+        for (const std::string& error : compiled.errors) err << policy_path << ": " << error << '\n';
+        err.flush();
+        return 1;
+    }
     out << "OK: " << policy_path << ": " << policy.ports.size() << " ports, "
         << policy.classes.size() << " classes, " << policy.classifier.rules.size() << " rules\n";
     out.flush();

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -38,6 +39,28 @@ TEST(CheckCommand, MissingFileIsAnError) {
     std::ostringstream out, err;
     EXPECT_EQ(run_check("/nonexistent/policy.yaml", out, err), 1);
     EXPECT_EQ(err.str(), "/nonexistent/policy.yaml: cannot read the file\n");
+}
+
+// A policy that validates but that the components refuse once compiled (here the root
+// shaper's bucket, tx_budget, above the scheduler's 256 MiB) fails check as it fails run.
+TEST(CheckCommand, WhatRunWouldRefuseFailsCheck) {
+    const std::string path = ::testing::TempDir() + "/check_compile.yaml";
+    std::ofstream(path) << R"(version: 1
+ports:
+  - {name: a, device: net_null0, rate: 10G, tx_budget: 300MiB}
+  - {name: b, device: net_null1, rate: 10G}
+forwarding: [{from: a, to: b}, {from: b, to: a}]
+classes: [other]
+scheduler: {name: root, kind: fifo, class: other}
+classifier: {heuristics: {default_class: other}}
+)";
+    std::ostringstream out, err;
+    EXPECT_EQ(run_check(path, out, err), 1) << out.str();
+    EXPECT_EQ(out.str(), "");
+    EXPECT_NE(err.str().find(path + ": compile: tree of port 'a': node 'root': field "
+                                    "'shaper.burst_bytes'"),
+              std::string::npos)
+        << err.str();
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
