@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <new>
 
 #include "control/check_command.h"
 #include "dataplane/replay_command.h"
@@ -36,6 +37,14 @@ int main(int argc, char** argv) {
     twinlane::replay::add_gen_command(app);
     twinlane::dataplane::add_replay_command(app, exit_code);
 
-    CLI11_PARSE(app, argc, argv);
+    // Memory is sized from the policy and checked against the machine where it is known up
+    // front (flow tables, scheduler pools); whatever still fails to allocate ends with an error
+    // line and exit 2, not an abort.
+    try {
+        CLI11_PARSE(app, argc, argv);
+    } catch (const std::bad_alloc&) {
+        spdlog::critical("out of memory (a policy sized beyond this machine?)");
+        return 2;
+    }
     return exit_code;
 }

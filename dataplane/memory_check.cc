@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "classifier/flow_table.h"
+#include "sched/scheduler.h"
 
 namespace twinlane::dataplane {
 
@@ -30,6 +31,29 @@ std::optional<std::string> flow_tables_exceed_memory(const control::Policy& poli
            " x slots_per_flow " + std::to_string(policy.classifier.flow_table.slots_per_flow) +
            " x 128 B) = " + mib(needed) + ", more than the " + mib(available) +
            " this machine has available; lower capacity or slots_per_flow";
+}
+
+std::optional<std::string> scheduler_trees_exceed_memory(
+    const control::Policy& policy, std::span<const control::CompiledEgress> trees) {
+    uint64_t needed = 0;
+    uint64_t largest = 0;
+    const control::CompiledEgress* largest_tree = nullptr;
+    for (const control::CompiledEgress& egress : trees) {
+        const uint64_t bytes = sched::Scheduler::memory_bytes(egress.tree);
+        needed += bytes;
+        if (bytes >= largest) {
+            largest = bytes;
+            largest_tree = &egress;
+        }
+    }
+    const uint64_t available = available_memory_bytes();
+    if (available == 0 || needed <= available || largest_tree == nullptr) return std::nullopt;
+    const auto mib = [](uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
+    return "scheduler: " + std::to_string(trees.size()) + " tree(s) need " + mib(needed) +
+           ", more than the " + mib(available) + " this machine has available; port '" +
+           policy.ports[largest_tree->port].name + "' alone needs " + mib(largest) +
+           " (its packet pool holds the sum of its leaves' limit.packets, ~48 B each): lower "
+           "the leaves' limit.packets";
 }
 
 }  // namespace twinlane::dataplane

@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "classifier/config.h"
+#include "control/compile.h"
 #include "control/policy.h"
 
 namespace twinlane::dataplane {
@@ -21,5 +23,10 @@ uint64_t available_memory_bytes();
 std::optional<std::string> flow_tables_exceed_memory(const control::Policy& policy,
                                                      const classifier::ClassifierConfig& config,
                                                      size_t tables);
+
+// The same for the scheduling trees of `trees` (their packet pools dominate: the sum of their
+// leaves' limit.packets unless the tree sets a pool), naming the largest tree's port.
+std::optional<std::string> scheduler_trees_exceed_memory(
+    const control::Policy& policy, std::span<const control::CompiledEgress> trees);
 
 }  // namespace twinlane::dataplane

@@ -214,6 +214,11 @@ std::vector<uint8_t> lane_order(const control::CompiledEgress& egress) {
 }
 
 bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::string& error) {
+    // Each tree's packet pool is allocated below: refuse what would end in an out-of-memory kill.
+    if (auto too_big = scheduler_trees_exceed_memory(*p.policy, p.compiled.egress)) {
+        error = *too_big;
+        return false;
+    }
     const size_t lanes = p.policy->classes.size();
     p.egress_of.assign(p.policy->ports.size(), std::nullopt);
     for (size_t e = 0; e < p.compiled.egress.size(); ++e) {

@@ -201,6 +201,10 @@ int run(const ReplayArgs& args) {
         spdlog::error("{}", *too_big);
         return 2;
     }
+    if (auto too_big = scheduler_trees_exceed_memory(*setup->policy, {&setup->egress(), 1})) {
+        spdlog::error("{}", *too_big);
+        return 2;
+    }
     std::vector<std::unique_ptr<replay::ReplayReport>> reports;
     int rc = 0;
     for (const auto& name : disciplines) {

@@ -203,6 +203,20 @@ void Scheduler::reset_queues() {
 // The free slots are a stack indexed by the free count, not a list linked through next_slot_:
 // taking a slot then needs no load of the previous one's link (a dependent load per packet).
 // Slots are released by pop_flow and settle_departures.
+uint64_t Scheduler::memory_bytes(const TreeSpec& spec) {
+    uint64_t flows = 0;
+    uint64_t total_limit_packets = 0;
+    for (const NodeSpec& node : spec.nodes) {
+        if (!is_leaf(node.kind)) continue;
+        flows += node.kind == NodeKind::fq ? node.fq_buckets : 1;
+        total_limit_packets += node.limit_packets;
+    }
+    const uint64_t pool = spec.pool_packets != 0 ? spec.pool_packets : total_limit_packets;
+    return pool * (sizeof(Packet) + 2 * sizeof(uint32_t)) +
+           flows * (sizeof(Flow) + sizeof(CodelState)) +
+           spec.nodes.size() * (sizeof(Node) + sizeof(Leaf));
+}
+
 [[gnu::always_inline]] inline uint32_t Scheduler::allocate_slot() {
     return free_slots_[--pool_free_count_];
 }

@@ -61,6 +61,9 @@ public:
         std::optional<ValidationError> error;
     };
     static BuildResult build(const TreeSpec& spec);
+    // What build() allocates for a valid spec, in bytes (the packet pool dominates: 48 bytes per
+    // packet of pool), so that a caller can refuse a tree that does not fit the machine.
+    static uint64_t memory_bytes(const TreeSpec& spec);
 
     // Hot path ------------------------------------------------------------------------------
     // Admits `count` packets or drops them; returns count minus the drops written to `drops`

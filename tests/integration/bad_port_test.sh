@@ -102,3 +102,34 @@ for value in 0 0G 11T; do
         { cat "$WORK/rate.txt"; fail "--link-rate $value not named"; }
 done
 echo "PASS: replay --link-rate 0 and above 10T refused"
+
+# Scheduler trees whose packet pools need more memory than the machine has are refused before
+# anything is allocated (two trees of 250 x 1M-packet leaves: ~25 GB). (replay builds one tree
+# and checks it the same way.)
+if [ "${available_kib:-0}" -gt 0 ] && [ "$available_kib" -lt $((24 * 1024 * 1024)) ]; then
+    cat >"$WORK/pool.yaml" <<YAML
+version: 1
+ports:
+  - {name: a, device: "net_null0,size=64", rate: 10G}
+  - {name: b, device: "net_null1,size=64", rate: 10G}
+forwarding: [{from: a, to: b}, {from: b, to: a}]
+lcores: {single: 0}
+classes: [other, training]
+scheduler:
+  name: root
+  kind: drr
+  children:
+    - {name: other, kind: fifo, class: other}
+    - {name: jobs, kind: drr, class: training,
+       per_job: {count: 250, leaf: {kind: fifo, limit: {packets: 1048576}}}}
+classifier: {heuristics: {default_class: other}}
+metrics: {enabled: false}
+YAML
+    rc=0
+    "$twinlane" run -c "$WORK/pool.yaml" --no-control -- "${EAL_BASE[@]}" -l 0 >"$WORK/pool.txt" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || { cat "$WORK/pool.txt"; fail "pools beyond memory: exit $rc"; }
+    grep -q "scheduler: 2 tree(s) need" "$WORK/pool.txt" || { cat "$WORK/pool.txt"; fail "pool error not named"; }
+    echo "PASS: scheduler pools beyond memory refused: $(grep -o "scheduler: 2 tree[^;]*" "$WORK/pool.txt")"
+else
+    echo "skipped the scheduler pool memory check: ${available_kib:-unknown} KiB available"
+fi
