@@ -221,8 +221,18 @@ bool PcapReader::next_libpcap(PcapRecord& record) {
             truncated_tail_ = pcap_geterr(handle_);
             return false;
         }
+        const std::string reason = pcap_geterr(handle_);
+        // libpcap reads a pcapng file as one link type: interfaces of another type (Ethernet
+        // and Linux cooked, as `tcpdump -i any` next to `-i eth0` writes) are a limit, not damage.
+        if (reason.find("different from the type of the first interface") != std::string::npos) {
+            throw PcapError("cannot read '" + path_ + "' after record " +
+                            std::to_string(records_read_) + ": " + reason +
+                            "; libpcap reads a pcapng file whose interfaces share one link "
+                            "type (split it per interface, e.g. tshark -r FILE -Y "
+                            "frame.interface_id==0 -w OUT)");
+        }
         throw PcapError("corrupt pcap '" + path_ + "' after record " +
-                        std::to_string(records_read_) + ": " + pcap_geterr(handle_));
+                        std::to_string(records_read_) + ": " + reason);
     }
     if (header->caplen > header->len) {
         throw PcapError("corrupt pcap '" + path_ + "': record " + std::to_string(records_read_) +

@@ -452,6 +452,51 @@ TEST_F(PcapLinkTypeTest, UnsupportedLinkTypeNamesItAndTheSupportedOnes) {
     }
 }
 
+// A pcapng file whose second interface has another link type (tcpdump -i any next to -i eth0):
+// libpcap cannot read it as one stream; the error says so and how to split it, not "corrupt".
+TEST_F(PcapLinkTypeTest, PcapngInterfacesOfTwoLinkTypesAreALimitNotDamage) {
+    std::vector<uint8_t> bytes;
+    auto u16 = [&](uint16_t v) { bytes.insert(bytes.end(), {uint8_t(v), uint8_t(v >> 8)}); };
+    auto u32 = [&](uint32_t v) { u16(uint16_t(v)); u16(uint16_t(v >> 16)); };
+    auto block = [&](uint32_t type, const std::vector<uint8_t>& body) {
+        u32(type);
+        u32(uint32_t(12 + body.size()));
+        bytes.insert(bytes.end(), body.begin(), body.end());
+        u32(uint32_t(12 + body.size()));
+    };
+    auto le = [](std::initializer_list<uint32_t> words) {
+        std::vector<uint8_t> out;
+        for (uint32_t w : words)
+            for (int k = 0; k < 4; ++k) out.push_back(uint8_t(w >> (8 * k)));
+        return out;
+    };
+    block(0x0A0D0D0A, le({0x1A2B3C4D, 0x00000001, 0xFFFFFFFF, 0xFFFFFFFF}));  // section header
+    block(1, le({1, 65535}));                                            // interface 0: Ethernet
+    auto packet = [&](uint32_t interface) {
+        std::vector<uint8_t> body = le({interface, 0, 1, 60, 60});
+        const std::vector<uint8_t> frame = pattern(60, 3);
+        body.insert(body.end(), frame.begin(), frame.end());
+        block(6, body);
+    };
+    packet(0);
+    block(1, le({113, 65535}));  // interface 1: Linux cooked
+    packet(1);
+    std::ofstream(path("two.pcapng"), std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    PcapReader reader(path("two.pcapng"));
+    PcapRecord record;
+    ASSERT_TRUE(reader.next(record));
+    try {
+        reader.next(record);
+        FAIL() << "expected PcapError";
+    } catch (const PcapError& error) {
+        const std::string message = error.what();
+        EXPECT_EQ(message.find("corrupt"), std::string::npos) << message;
+        EXPECT_NE(message.find("two.pcapng"), std::string::npos) << message;
+        EXPECT_NE(message.find("share one link type"), std::string::npos) << message;
+    }
+}
+
 // ---- Through the replay command's stages: policy, classifier, Ethernet output pcap ----
 
 // conf/default.yaml, found from this source file's path (relative to the build directory,
