@@ -90,6 +90,13 @@ void add_gen_command(CLI::App& app, std::ostream& out) {
         ->check(CLI::Range(0, 4000))
         ->capture_default_str();
     gen->add_option("--seed", options.seed, "PRNG seed (same seed, same bytes)")
+        ->check(CLI::Validator(
+            [](const std::string& text) -> std::string {
+                // CLI11 alone wrapped "-1" and clamped values above 2^64 - 1.
+                auto seed = control::parse_unsigned(text, UINT64_MAX);
+                return seed ? std::string() : seed.error();
+            },
+            "UINT64"))
         ->capture_default_str();
     gen->add_option("--ipv6-fraction", options.ipv6_fraction,
                     "Share of inference clients using IPv6")
