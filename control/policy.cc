@@ -1,15 +1,17 @@
 #include "control/policy.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <bit>
 #include <cctype>
-#include <fstream>
+#include <cerrno>
 #include <map>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 #include "classifier/flow_table.h"
@@ -1380,18 +1382,42 @@ PolicyResult parse_policy(std::string_view text, const std::string& filename,
 }
 
 PolicyResult load_policy(const std::string& path, const PortRateOverride& override) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        return PolicyResult{nullptr,
-                            {PolicyError{.file = path,
-                                         .line = 0,
-                                         .column = 0,
-                                         .key_path = "",
-                                         .reason = "cannot read the file"}}};
+    auto refuse = [&](std::string reason) {
+        return PolicyResult{nullptr, {PolicyError{.file = path,
+                                                  .line = 0,
+                                                  .column = 0,
+                                                  .key_path = "",
+                                                  .reason = std::move(reason)}}};
+    };
+    const std::string not_regular =
+        "not a regular file (FIFOs, devices and directories are refused)";
+    const std::string too_large = "larger than " + std::to_string(kMaxPolicyFileBytes >> 20) +
+                                  " MiB, the most a policy file may hold";
+    // stat first, so a FIFO or device is never opened (opening one can block or have effects).
+    struct stat info {};
+    if (stat(path.c_str(), &info) != 0) return refuse("cannot read the file");
+    if (!S_ISREG(info.st_mode)) return refuse(not_regular);
+    if (static_cast<uint64_t>(info.st_size) > kMaxPolicyFileBytes) return refuse(too_large);
+    // Non-blocking and checked again: the path may have been swapped for a FIFO meanwhile.
+    const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return refuse("cannot read the file");
+    std::string text;
+    bool regular = fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+    bool read_ok = regular;
+    // Read at most one byte past the bound: a file growing while read is still refused.
+    char buffer[64 * 1024];
+    while (read_ok && text.size() <= kMaxPolicyFileBytes) {
+        const ssize_t got = read(fd, buffer, sizeof buffer);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) read_ok = false;
+        if (got <= 0) break;
+        text.append(buffer, static_cast<size_t>(got));
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_policy(text.str(), path, override);
+    close(fd);
+    if (!regular) return refuse(not_regular);
+    if (!read_ok) return refuse("cannot read the file");
+    if (text.size() > kMaxPolicyFileBytes) return refuse(too_large);
+    return parse_policy(text, path, override);
 }
 
 }  // namespace twinlane::control

@@ -264,7 +264,12 @@ struct PortRateOverride {
     uint64_t rate_bits_per_sec = 0;
 };
 
-// Reads and validates a policy file. An unreadable file is one error with line 0.
+// The most a policy file may hold; real policies are a few KiB.
+inline constexpr uint64_t kMaxPolicyFileBytes = 16 << 20;
+
+// Reads and validates a policy file. An unreadable file, one that is not a regular file (a FIFO
+// would block the caller, a device never end) or one larger than kMaxPolicyFileBytes is one
+// error with line 0.
 PolicyResult load_policy(const std::string& path, const PortRateOverride& override = {});
 // Same, from text; `filename` only names the source in errors.
 PolicyResult parse_policy(std::string_view text, const std::string& filename,

@@ -1,6 +1,9 @@
 // Every kind of policy error, each located exactly: file:line:column and key path.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <string>
 
 #include "control/policy.h"
@@ -525,6 +528,35 @@ TEST(PolicyErrors, UnreadableFile) {
     ASSERT_EQ(result.errors.size(), 1u);
     EXPECT_EQ(result.errors[0].to_string(),
               "/nonexistent/twinlane/policy.yaml: cannot read the file");
+}
+
+TEST(PolicyErrors, OnlyARegularFileIsRead) {
+    // A FIFO without a writer would block the loader (and the daemon's control thread) forever;
+    // /dev/zero would never end. Both are refused without reading.
+    const std::string fifo = ::testing::TempDir() + "/policy_errors_test.fifo";
+    unlink(fifo.c_str());
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    for (const std::string& path : {fifo, std::string("/dev/zero"), std::string("/tmp")}) {
+        const PolicyResult result = load_policy(path);
+        ASSERT_EQ(result.errors.size(), 1u) << path;
+        EXPECT_EQ(result.errors[0].to_string(),
+                  path + ": not a regular file (FIFOs, devices and directories are refused)");
+    }
+    unlink(fifo.c_str());
+}
+
+TEST(PolicyErrors, AFileLargerThanTheBoundIsRefused) {
+    const std::string path = ::testing::TempDir() + "/policy_errors_test_large.yaml";
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        const std::string comment_line(1023, '#');
+        for (uint64_t i = 0; i <= kMaxPolicyFileBytes / 1024; ++i) out << comment_line << '\n';
+    }
+    const PolicyResult result = load_policy(path);
+    ASSERT_EQ(result.errors.size(), 1u);
+    EXPECT_EQ(result.errors[0].to_string(),
+              path + ": larger than 16 MiB, the most a policy file may hold");
+    unlink(path.c_str());
 }
 
 TEST(PolicyErrors, AllErrorsAreCollectedInFileOrder) {
