@@ -213,7 +213,16 @@ class PolicyLoader {
 PolicyResult PolicyLoader::load(std::string_view text) {
     YAML::Node document;
     try {
-        document = YAML::Load(std::string(text));
+        const std::string yaml(text);
+        // Before any node is built or walked: nested aliases expand exponentially.
+        const YamlExtent extent = measure_yaml(yaml, kMaxPolicyNodes);
+        if (extent.too_many_nodes) {
+            errors_.add(extent.overflow, "",
+                        "the document expands to more than " + std::to_string(kMaxPolicyNodes) +
+                            " nodes (YAML aliases?)");
+            return PolicyResult{nullptr, errors_.take()};
+        }
+        document = YAML::Load(yaml);
     } catch (const YAML::ParserException& e) {
         errors_.add(e.mark, "", "YAML syntax: " + e.msg);
         return PolicyResult{nullptr, errors_.take()};

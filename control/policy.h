@@ -266,10 +266,15 @@ struct PortRateOverride {
 
 // The most a policy file may hold; real policies are a few KiB.
 inline constexpr uint64_t kMaxPolicyFileBytes = 16 << 20;
+// The most nodes a policy document may expand to, every YAML alias counted each time it is used
+// (a rule is about 20 nodes: room for 50,000 rules). More is refused before it is read, so
+// nested aliases cannot make the loader walk billions of nodes.
+inline constexpr size_t kMaxPolicyNodes = 1'000'000;
 
 // Reads and validates a policy file. An unreadable file, one that is not a regular file (a FIFO
 // would block the caller, a device never end) or one larger than kMaxPolicyFileBytes is one
-// error with line 0.
+// error with line 0. A document expanding beyond kMaxPolicyNodes is one error at the node where
+// it does.
 PolicyResult load_policy(const std::string& path, const PortRateOverride& override = {});
 // Same, from text; `filename` only names the source in errors.
 PolicyResult parse_policy(std::string_view text, const std::string& filename,

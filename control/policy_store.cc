@@ -9,6 +9,7 @@
 
 #include "control/policy_document.h"
 #include "control/stats_json.h"
+#include "control/yaml_fields.h"
 
 #ifndef TWINLANE_VERSION
 #error "TWINLANE_VERSION must be defined by the build"
@@ -23,6 +24,8 @@ constexpr std::array<const char*, 7> kLogLevelNames{"trace", "debug",    "info",
                                                     "error", "critical", "off"};
 // Keys and values cross the control socket: keep them to what a policy file could hold.
 constexpr size_t kMaxValueBytes = 256;
+// A rule is about 20 YAML nodes; rule text expanding (through aliases) to more is refused.
+constexpr size_t kMaxRuleNodes = 10'000;
 
 std::vector<std::string> error_lines(const std::vector<PolicyError>& errors, bool with_location) {
     std::vector<std::string> lines;
@@ -299,7 +302,16 @@ ApiResult PolicyStore::rules_list() {
 ApiResult PolicyStore::rules_add(std::string_view rule_text) {
     json rule;
     try {
-        rule = yaml_to_json(YAML::Load(std::string(rule_text)), 0);
+        const std::string yaml(rule_text);
+        // Checked before yaml_to_json expands it on the control thread: nested aliases.
+        const YamlExtent extent = measure_yaml(yaml, kMaxRuleNodes);
+        if (extent.too_many_nodes) {
+            return ApiResult::failure("the rule expands to more than " +
+                                      std::to_string(kMaxRuleNodes) +
+                                      " YAML nodes (aliases?) at line " +
+                                      std::to_string(extent.overflow.line + 1));
+        }
+        rule = yaml_to_json(YAML::Load(yaml), 0);
     } catch (const std::exception& e) {
         return ApiResult::failure(std::string("the rule is not valid YAML/JSON: ") + e.what());
     }

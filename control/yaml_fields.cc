@@ -1,7 +1,10 @@
 #include "control/yaml_fields.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <algorithm>
 #include <array>
+#include <sstream>
 
 namespace twinlane::control {
 namespace {
@@ -53,7 +56,84 @@ std::string range_text(uint64_t min, uint64_t max) {
     return "between " + std::to_string(min) + " and " + std::to_string(max);
 }
 
+// Counts nodes from parser events; a subtree's count is remembered for its anchor so that every
+// alias of it adds the whole subtree. Counts stop growing past the bound (no overflow).
+class NodeCounter : public YAML::EventHandler {
+  public:
+    explicit NodeCounter(size_t max_nodes) : max_nodes_(max_nodes) {}
+    const YamlExtent& extent() const { return extent_; }
+
+    void OnDocumentStart(const YAML::Mark&) override {}
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor); }
+    void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+        const size_t nodes = anchor < anchored_nodes_.size() ? anchored_nodes_[anchor] : 0;
+        count(mark, std::max<size_t>(nodes, 1));
+    }
+    void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  const std::string&) override {
+        leaf(mark, anchor);
+    }
+    void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                         YAML::EmitterStyle::value) override {
+        open(mark, anchor);
+    }
+    void OnSequenceEnd() override { close(); }
+    void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                    YAML::EmitterStyle::value) override {
+        open(mark, anchor);
+    }
+    void OnMapEnd() override { close(); }
+
+  private:
+    struct Open {
+        YAML::anchor_t anchor;
+        size_t nodes_before;  // nodes counted before this collection
+    };
+
+    void count(const YAML::Mark& mark, size_t nodes) {
+        nodes_ = std::min(nodes_ + nodes, max_nodes_ + 1);
+        if (nodes_ > max_nodes_ && !extent_.too_many_nodes) {
+            extent_.too_many_nodes = true;
+            extent_.overflow = mark;
+        }
+    }
+    void remember(YAML::anchor_t anchor, size_t nodes) {
+        if (anchor == YAML::NullAnchor) return;
+        if (anchored_nodes_.size() <= anchor) anchored_nodes_.resize(anchor + 1, 0);
+        anchored_nodes_[anchor] = nodes;
+    }
+    void leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
+        count(mark, 1);
+        remember(anchor, 1);
+    }
+    void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+        open_collections_.push_back(Open{anchor, nodes_});
+        count(mark, 1);
+    }
+    void close() {
+        if (open_collections_.empty()) return;
+        const Open done = open_collections_.back();
+        open_collections_.pop_back();
+        remember(done.anchor, nodes_ - done.nodes_before);
+    }
+
+    const size_t max_nodes_;
+    size_t nodes_ = 0;
+    std::vector<Open> open_collections_;
+    std::vector<size_t> anchored_nodes_;  // by anchor id; 0 while the anchored node is open
+    YamlExtent extent_;
+};
+
 }  // namespace
+
+YamlExtent measure_yaml(const std::string& text, size_t max_nodes) {
+    std::istringstream input(text);
+    YAML::Parser parser(input);
+    NodeCounter counter(max_nodes);
+    parser.HandleNextDocument(counter);
+    return counter.extent();
+}
 
 void ErrorList::add(const YAML::Mark& at, std::string key_path, std::string reason) {
     const bool known = !at.is_null();

@@ -3,10 +3,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
 
 #include "control/policy.h"
+#include "control/yaml_fields.h"
 #include "tests/control/policy_test_util.h"
 
 namespace twinlane::control {
@@ -214,6 +216,45 @@ TEST(PolicyErrors, TreeCycleThroughYamlAlias) {
     // yaml-cpp gives an alias the mark of its anchored node, so the loop is reported where the
     // anchor is; the key path names the alias's position.
     expect_error(result, "scheduler.children[1]", 7, 12, "its own ancestor");
+}
+
+TEST(PolicyErrors, DocumentExpandingBeyondTheNodeBoundIsRefusedUnread) {
+    // Each level's node has its previous level three times (once inline, twice by alias):
+    // 3^13 tree nodes from 1.5 KB. Refused with one error, before the tree is walked.
+    std::string node = "&b0 {name: l0, kind: fifo, class: bulk}";
+    for (int i = 1; i < 14; ++i) {
+        const std::string n = std::to_string(i);
+        const std::string previous = "*b" + std::to_string(i - 1);
+        node = "&b" + n + " {name: n" + n + ", kind: drr, children: [" + node + ", " + previous +
+               ", " + previous + "]}";
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const PolicyResult result = tree_with(
+        "scheduler:\n"
+        "  name: root\n"
+        "  kind: strict\n"
+        "  children:\n"
+        "    - {name: g, kind: fifo, class: gold}\n"
+        "    - " +
+        node + "\n");
+    const auto took = std::chrono::steady_clock::now() - started;
+    ASSERT_EQ(result.errors.size(), 1u) << result.errors.size() << " errors";
+    EXPECT_EQ(result.errors[0].line, 12);
+    EXPECT_EQ(result.errors[0].key_path, "");
+    EXPECT_EQ(result.errors[0].reason,
+              "the document expands to more than 1000000 nodes (YAML aliases?)");
+    EXPECT_LT(took, std::chrono::milliseconds(500));
+}
+
+TEST(YamlExtent, AnAliasCountsAsItsWholeNodeEachTimeItIsUsed) {
+    // Root, 3 keys, the anchored list and its 2 items, then 3 nodes per alias: 13 nodes.
+    const std::string text = "a: &x [1, 2]\nb: *x\nc: *x\n";
+    EXPECT_FALSE(measure_yaml(text, 13).too_many_nodes);
+    const YamlExtent extent = measure_yaml(text, 12);
+    EXPECT_TRUE(extent.too_many_nodes);
+    EXPECT_EQ(extent.overflow.line, 2);  // the second alias, 0-based line
+    // An alias of a node still open (a loop) counts once instead of forever.
+    EXPECT_FALSE(measure_yaml("a: &x [1, *x]\n", 5).too_many_nodes);
 }
 
 TEST(PolicyErrors, BadParentChildShapes) {

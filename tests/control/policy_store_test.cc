@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -127,6 +128,25 @@ TEST(PolicyStore, RejectedRuleLeavesTheRunningPolicyUntouched) {
     }
     EXPECT_EQ(store->epoch(), 1u);
     EXPECT_EQ(store->current(), before);
+}
+
+TEST(PolicyStore, RuleTextExpandingThroughAliasesIsRefusedBeforeItIsExpanded) {
+    auto store = make_store();
+    // 18 levels of aliases nesting aliases: 64 bytes of YAML per level, 2^19 nodes expanded.
+    std::string items = "&a0 [q, q]";
+    for (int i = 1; i < 18; ++i) {
+        items += ", &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" +
+                 std::to_string(i - 1) + "]";
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const ApiResult result = store->rules_add(
+        "{name: bomb, priority: 99, match: {}, action: {class: inference}, x: [" + items + "]}");
+    const auto took = std::chrono::steady_clock::now() - started;
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.error(),
+              "the rule expands to more than 10000 YAML nodes (aliases?) at line 1");
+    EXPECT_LT(took, std::chrono::milliseconds(500));
+    EXPECT_EQ(store->epoch(), 1u);
 }
 
 TEST(PolicyStore, RuleDelete) {
