@@ -222,6 +222,10 @@ PolicyResult PolicyLoader::load(std::string_view text) {
                             " nodes (YAML aliases?)");
             return PolicyResult{nullptr, errors_.take()};
         }
+        if (extent.more_documents) {
+            errors_.add(extent.second_document, "",
+                        "a second YAML document; a policy file holds one YAML document");
+        }
         document = YAML::Load(yaml);
     } catch (const YAML::ParserException& e) {
         errors_.add(e.mark, "", "YAML syntax: " + e.msg);

@@ -311,6 +311,9 @@ ApiResult PolicyStore::rules_add(std::string_view rule_text) {
                                       " YAML nodes (aliases?) at line " +
                                       std::to_string(extent.overflow.line + 1));
         }
+        if (extent.more_documents) {
+            return ApiResult::failure("the rule text holds more than one YAML document");
+        }
         rule = yaml_to_json(YAML::Load(yaml), 0);
     } catch (const std::exception& e) {
         return ApiResult::failure(std::string("the rule is not valid YAML/JSON: ") + e.what());

@@ -62,8 +62,9 @@ class NodeCounter : public YAML::EventHandler {
   public:
     explicit NodeCounter(size_t max_nodes) : max_nodes_(max_nodes) {}
     const YamlExtent& extent() const { return extent_; }
+    const YAML::Mark& document_start() const { return document_start_; }
 
-    void OnDocumentStart(const YAML::Mark&) override {}
+    void OnDocumentStart(const YAML::Mark& mark) override { document_start_ = mark; }
     void OnDocumentEnd() override {}
     void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor); }
     void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
@@ -123,6 +124,7 @@ class NodeCounter : public YAML::EventHandler {
     std::vector<Open> open_collections_;
     std::vector<size_t> anchored_nodes_;  // by anchor id; 0 while the anchored node is open
     YamlExtent extent_;
+    YAML::Mark document_start_;
 };
 
 }  // namespace
@@ -132,7 +134,13 @@ YamlExtent measure_yaml(const std::string& text, size_t max_nodes) {
     YAML::Parser parser(input);
     NodeCounter counter(max_nodes);
     parser.HandleNextDocument(counter);
-    return counter.extent();
+    YamlExtent extent = counter.extent();
+    NodeCounter second(max_nodes);
+    if (parser.HandleNextDocument(second)) {
+        extent.more_documents = true;
+        extent.second_document = second.document_start();
+    }
+    return extent;
 }
 
 void ErrorList::add(const YAML::Mark& at, std::string key_path, std::string reason) {

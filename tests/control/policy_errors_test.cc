@@ -246,6 +246,13 @@ TEST(PolicyErrors, DocumentExpandingBeyondTheNodeBoundIsRefusedUnread) {
     EXPECT_LT(took, std::chrono::milliseconds(500));
 }
 
+TEST(PolicyErrors, ASecondYamlDocumentIsRefused) {
+    // YAML::Load reads the first document only: the second one was silently ignored.
+    expect_error(base_with("---\nports: garbage\n"), "", 13, 1,
+                 "a policy file holds one YAML document");
+    EXPECT_TRUE(parse("---\n" + std::string(kBase) + "...\n").ok());
+}
+
 TEST(YamlExtent, AnAliasCountsAsItsWholeNodeEachTimeItIsUsed) {
     // Root, 3 keys, the anchored list and its 2 items, then 3 nodes per alias: 13 nodes.
     const std::string text = "a: &x [1, 2]\nb: *x\nc: *x\n";

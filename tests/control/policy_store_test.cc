@@ -116,14 +116,16 @@ TEST(PolicyStore, RejectedRuleLeavesTheRunningPolicyUntouched) {
     EXPECT_NE(result.details().front().find("already used by rule 'grpc-serving'"),
               std::string::npos)
         << joined(result);
-    // Unknown class, unknown match key, bad YAML, not a mapping, missing name, duplicate name.
+    // Unknown class, unknown match key, bad YAML, not a mapping, missing name, duplicate name,
+    // a priority out of range, a second YAML document.
     for (const char* bad :
          {"{name: a, priority: 1, match: {dst_port: 1}, action: {class: nosuch}}",
           "{name: a, priority: 1, match: {dport: 1}, action: {class: inference}}",
           "{name: a, priority: 1, match: {dst_port: 1}, action: {class: inference}",
           "[1, 2]", "{priority: 1, match: {dst_port: 1}, action: {class: inference}}",
           "{name: grpc-serving, priority: 2, match: {dst_port: 1}, action: {class: inference}}",
-          "{name: a, priority: 99999, match: {dst_port: 1}, action: {class: inference}}"}) {
+          "{name: a, priority: 99999, match: {dst_port: 1}, action: {class: inference}}",
+          "{name: a, priority: 1, match: {}, action: {class: inference}}\n---\n[2]"}) {
         EXPECT_FALSE(store->rules_add(bad).ok()) << bad;
     }
     EXPECT_EQ(store->epoch(), 1u);
