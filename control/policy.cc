@@ -48,6 +48,16 @@ bool is_identifier(std::string_view name) {
     });
 }
 
+// Paths and device arguments reach C APIs, where a NUL cuts them short (the daemon would use a
+// different path than the one checked); other control characters are never meant.
+bool has_control_character(std::string_view text) {
+    return std::any_of(text.begin(), text.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+}
+constexpr const char* kControlCharacterReason =
+    "must not contain control characters (NUL, newline, tab, ...)";
+
 std::optional<std::string> read_name(const Field& field, ErrorList& errors) {
     auto name = read_string(field, errors);
     if (name && !is_identifier(*name)) {
@@ -365,7 +375,9 @@ void PolicyLoader::read_ports(const Field& field) {
         if (auto device_field = map.require("device")) {
             if (auto device = read_string(*device_field, errors_)) {
                 const std::string head = device->substr(0, device->find(','));
-                if (!is_valid_device(*device)) {
+                if (has_control_character(*device)) {
+                    errors_.add(device_field->mark, device_field->path, kControlCharacterReason);
+                } else if (!is_valid_device(*device)) {
                     errors_.add(
                         device_field->mark, device_field->path,
                         "'" + *device +
@@ -1322,6 +1334,8 @@ void PolicyLoader::read_control(const Field& field) {
             if (path->front() != '/' || path->size() >= 108) {  // sun_path holds 108 bytes
                 errors_.add(f->mark, f->path,
                             "the socket path must be absolute and shorter than 108 bytes");
+            } else if (has_control_character(*path)) {
+                errors_.add(f->mark, f->path, kControlCharacterReason);
             } else {
                 policy_.control.socket_path = *path;
             }
@@ -1351,7 +1365,9 @@ void PolicyLoader::read_metrics(const Field& field) {
     if (auto f = map.get("listen")) {
         if (auto address = read_string(*f, errors_)) {
             std::array<uint8_t, 16> buffer{};
-            if (inet_pton(AF_INET, address->c_str(), buffer.data()) != 1 &&
+            if (has_control_character(*address)) {
+                errors_.add(f->mark, f->path, kControlCharacterReason);
+            } else if (inet_pton(AF_INET, address->c_str(), buffer.data()) != 1 &&
                 inet_pton(AF_INET6, address->c_str(), buffer.data()) != 1) {
                 errors_.add(f->mark, f->path, "'" + *address + "' is not an IPv4 or IPv6 address");
             } else {

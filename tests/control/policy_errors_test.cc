@@ -345,6 +345,23 @@ TEST(PolicyErrors, ValuesOutOfRange) {
     expect_error(result, "metrics.listen", 12, 32, "not an IPv4 or IPv6 address");
 }
 
+TEST(PolicyErrors, ControlCharactersInPathsAndDevices) {
+    // A NUL would cut the socket path short where the server binds it: a different path than
+    // the one checked. YAML's "\0" and "\t" escapes put them in.
+    const PolicyResult result = parse(
+        "ports:\n"
+        "  - {name: a, device: \"net_pcap0,rx_pcap=/tmp/in\\0.pcap\", rate: 10G}\n"
+        "forwarding: [{from: a, to: a}]\n"
+        "classes: [c]\n"
+        "scheduler: {name: r, kind: fifo, class: c}\n"
+        "control: {socket: \"/tmp/t\\0l.sock\"}\n"
+        "metrics: {listen: \"127.0.0.1\\tx\"}\n");
+    expect_error(result, "ports[0].device", 2, 23, "must not contain control characters");
+    expect_error(result, "control.socket", 6, 19, "must not contain control characters");
+    expect_error(result, "metrics.listen", 7, 19, "must not contain control characters");
+    EXPECT_EQ(result.errors.size(), 3u) << testing::describe(result);
+}
+
 TEST(PolicyErrors, ClassifierMatchProblems) {
     const PolicyResult result = base_with(
         "classifier:\n"
