@@ -196,7 +196,12 @@ class PolicyLoader {
     bool resolve_node(const RawNode& raw, uint64_t parent_rate, const PortPolicy& port,
                       TreeNode& out);
     void read_classifier(const Field& field);
-    std::optional<Field> read_rule(const Field& field, ClassifierRule& rule);
+    struct RuleFields {
+        std::optional<Field> priority;  // when it was read
+        std::optional<Field> name;      // when it was read
+        bool name_given = false;
+    };
+    RuleFields read_rule(const Field& field, ClassifierRule& rule);
     void read_heuristics(const Field& field);
     void read_control(const Field& field);
     void read_metrics(const Field& field);
@@ -1104,17 +1109,39 @@ void PolicyLoader::read_classifier(const Field& field) {
             read_sequence(*rules, errors_).value_or(std::vector<Field>{});
         // Same priority would make the winner depend on file order: ask the author to decide.
         std::map<uint32_t, size_t> first_with;
+        // Rules are deleted and reported by name: each must be unique, automatic names too.
+        std::map<std::string, size_t> first_named;
+        std::vector<bool> automatic_name;
         for (const Field& item : items) {
             ClassifierRule rule;
             rule.name = "rule" + std::to_string(classifier.rules.size());
-            const std::optional<Field> priority_field = read_rule(item, rule);
+            const RuleFields fields = read_rule(item, rule);
             auto [first, inserted] = first_with.emplace(rule.priority, classifier.rules.size());
-            if (!inserted && priority_field) {
-                errors_.add(priority_field->mark, priority_field->path,
+            if (!inserted && fields.priority) {
+                errors_.add(fields.priority->mark, fields.priority->path,
                             "priority " + std::to_string(rule.priority) +
                                 " is already used by rule '" +
                                 classifier.rules[first->second].name + "'");
             }
+            const bool automatic = !fields.name_given;
+            auto [owner, fresh] = first_named.emplace(rule.name, classifier.rules.size());
+            // A name already reported as invalid is not a duplicate of anything.
+            if (!fresh && (automatic || fields.name)) {
+                const std::string other = items[owner->second].path;
+                const std::string other_kind =
+                    automatic_name[owner->second] ? " (its automatic name)" : "";
+                if (automatic) {
+                    errors_.add(item.mark, join_path(item.path, "name"),
+                                "this unnamed rule's automatic name '" + rule.name +
+                                    "' is already used by " + other + other_kind +
+                                    "; give it a name");
+                } else {
+                    errors_.add(fields.name->mark, fields.name->path,
+                                "rule name '" + rule.name + "' is already used by " + other +
+                                    other_kind);
+                }
+            }
+            automatic_name.push_back(automatic);
             classifier.rules.push_back(std::move(rule));
         }
         std::stable_sort(classifier.rules.begin(), classifier.rules.end(),
@@ -1161,10 +1188,17 @@ std::optional<uint8_t> read_protocol(const Field& field, ErrorList& errors) {
     return std::nullopt;
 }
 
-// Returns the priority field, for the caller's duplicate check.
-std::optional<Field> PolicyLoader::read_rule(const Field& field, ClassifierRule& rule) {
+// Returns the priority and name fields, for the caller's duplicate checks.
+PolicyLoader::RuleFields PolicyLoader::read_rule(const Field& field, ClassifierRule& rule) {
     const MapFields map(field, {"name", "priority", "match", "action"}, errors_);
-    if (auto name = map.get("name")) rule.name = read_name(*name, errors_).value_or(rule.name);
+    RuleFields fields;
+    if (auto name = map.get("name")) {
+        fields.name_given = true;
+        if (auto text = read_name(*name, errors_)) {
+            rule.name = *text;
+            fields.name = *name;
+        }
+    }
     auto priority = map.require("priority");
     if (priority) {
         auto value = read_unsigned(*priority, 0, 65535, errors_);
@@ -1224,7 +1258,8 @@ std::optional<Field> PolicyLoader::read_rule(const Field& field, ClassifierRule&
             }
         }
     }
-    return priority;
+    fields.priority = priority;
+    return fields;
 }
 
 void PolicyLoader::read_heuristics(const Field& field) {

@@ -205,6 +205,25 @@ TEST(PolicyErrors, DuplicateRulePriority) {
     expect_error(result, "classifier.rules[1].priority", 16, 29, "already used by rule 'one'");
 }
 
+TEST(PolicyErrors, DuplicateRuleNames) {
+    // Two rules on lines 15 and 16; `first` and `second` open each mapping.
+    auto rules = [](std::string_view first, std::string_view second) {
+        return base_with("classifier:\n  rules:\n    - {" + std::string(first) +
+                         "priority: 5, match: {dscp: 46}, action: {class: gold}}\n    - {" +
+                         std::string(second) +
+                         "priority: 6, match: {dscp: 10}, action: {class: bulk}}\n");
+    };
+    // Rules are deleted and reported by name, so both would be ambiguous.
+    expect_error(rules("name: svc, ", "name: svc, "), "classifier.rules[1].name", 16, 14,
+                 "rule name 'svc' is already used by classifier.rules[0]");
+    // An explicit name equal to an unnamed rule's automatic name, either way round.
+    expect_error(rules("", "name: rule0, "), "classifier.rules[1].name", 16, 14,
+                 "rule name 'rule0' is already used by classifier.rules[0] (its automatic name)");
+    expect_error(rules("name: rule1, ", ""), "classifier.rules[1].name", 16, 7,
+                 "automatic name 'rule1' is already used by classifier.rules[0]; give it a name");
+    EXPECT_TRUE(rules("", "").ok());
+}
+
 TEST(PolicyErrors, TreeCycleThroughYamlAlias) {
     const PolicyResult result = tree_with(
         "scheduler: &top\n"
