@@ -356,11 +356,27 @@ bool is_valid_device(std::string_view device) {
     return hex(rest.substr(colon + 1), 2) && hex(rest.substr(0, colon), 4);
 }
 
+// What identifies a device for the duplicate check: a PCI address in one spelling (domain
+// 0000 when left out, lowercase hex), so 3b:00.0 and 0000:3B:00.0 are the same device; a vdev
+// as written. `head` is a valid device without its arguments.
+std::string device_identity(std::string_view head) {
+    if (head.starts_with("net_")) return std::string(head);
+    std::string pci(head);
+    std::transform(pci.begin(), pci.end(), pci.begin(),
+                   [](char c) { return static_cast<char>(std::tolower(c)); });
+    if (std::count(pci.begin(), pci.end(), ':') == 1) pci = "0000:" + pci;
+    return pci;
+}
+
 void PolicyLoader::read_ports(const Field& field) {
     auto items = read_sequence(field, errors_);
     if (!items) return;
     if (items->empty()) errors_.add(field.mark, field.path, "at least one port is needed");
-    std::map<std::string, std::string> device_owner;
+    struct DeviceOwner {
+        std::string port;
+        std::string spelling;
+    };
+    std::map<std::string, DeviceOwner> device_owner;  // by device_identity()
     for (const Field& item : *items) {
         const MapFields map(item,
                             {"name", "device", "rate", "rx_queues", "tx_queues", "rx_descriptors",
@@ -388,12 +404,16 @@ void PolicyLoader::read_ports(const Field& field) {
                         "'" + *device +
                             "' is neither a PCI address (0000:3b:00.0) nor a DPDK vdev "
                             "(net_null0, net_pcap0,rx_pcap=in.pcap, net_af_xdp0,iface=eth1)");
-                } else if (device_owner.count(head)) {
+                } else if (auto owner = device_owner.find(device_identity(head));
+                           owner != device_owner.end()) {
+                    const DeviceOwner& first = owner->second;
                     errors_.add(device_field->mark, device_field->path,
-                                "device '" + head + "' is already used by port '" +
-                                    device_owner[head] + "'");
+                                "device '" + head + "' is already used by port '" + first.port +
+                                    "'" +
+                                    (first.spelling != head ? " (as '" + first.spelling + "')"
+                                                            : ""));
                 } else {
-                    device_owner[head] = port.name;
+                    device_owner.emplace(device_identity(head), DeviceOwner{port.name, head});
                 }
                 port.device = *device;
             }

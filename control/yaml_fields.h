@@ -37,10 +37,11 @@ class ErrorList {
     std::vector<PolicyError> errors_;
 };
 
-// How far a YAML text's first document expands, and whether a second follows, found from the parser's events before any node
-// is built. An alias counts as a copy of its anchored node each time it is used, as every
-// reader of the document sees it: aliases nesting aliases make a 1 KB text of a billion nodes
-// ("billion laughs"). An alias of a node still open (a loop) counts once.
+// How far a YAML text's first document expands, and whether a second one follows, found from
+// the parser's events before any node is built. An alias counts as a copy of its anchored node
+// each time it is used, as every reader of the document sees it: aliases nesting aliases make
+// a 1 KB text of a billion nodes ("billion laughs"). An alias of a node still open (a loop)
+// counts once.
 struct YamlExtent {
     bool too_many_nodes = false;  // the first document expands to more than the bound
     YAML::Mark overflow;          // the node at which it did

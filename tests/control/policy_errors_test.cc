@@ -456,7 +456,7 @@ TEST(PolicyErrors, DeviceStrings) {
         "ports:\n"
         "  - {name: a, device: eth0, rate: 10G}\n"
         "  - {name: b, device: '3b:00.0', rate: 10G}\n"
-        "  - {name: c, device: '0000:3b:00.0', rate: 10G}\n"
+        "  - {name: c, device: '0000:3c:00.0', rate: 10G}\n"
         "  - {name: d, device: '0000:3b:00', rate: 10G}\n"
         "forwarding: [{from: a, to: b}]\n"
         "classes: [x]\n"
@@ -464,6 +464,27 @@ TEST(PolicyErrors, DeviceStrings) {
     expect_error(result, "ports[0].device", 2, 23, "neither a PCI address");
     expect_error(result, "ports[3].device", 5, 23, "neither a PCI address");
     EXPECT_EQ(result.errors.size(), 2u) << testing::describe(result);
+}
+
+TEST(PolicyErrors, OnePciDeviceSpelledTwoWaysIsADuplicate) {
+    // The domain defaults to 0000 and hex digits have two cases; vdevs compare as written.
+    const PolicyResult result = parse(
+        "ports:\n"
+        "  - {name: a, device: '0000:3b:00.0', rate: 10G}\n"
+        "  - {name: b, device: '3b:00.0', rate: 10G}\n"
+        "  - {name: c, device: '0000:3B:00.0', rate: 10G}\n"
+        "  - {name: d, device: 'net_null0', rate: 10G}\n"
+        "  - {name: e, device: 'net_null0,size=64', rate: 10G}\n"
+        "forwarding: [{from: a, to: a}]\n"
+        "classes: [x]\n"
+        "scheduler: {name: r, kind: fifo, class: x}\n");
+    expect_error(result, "ports[1].device", 3, 23,
+                 "device '3b:00.0' is already used by port 'a' (as '0000:3b:00.0')");
+    expect_error(result, "ports[2].device", 4, 23,
+                 "device '0000:3B:00.0' is already used by port 'a' (as '0000:3b:00.0')");
+    expect_error(result, "ports[4].device", 6, 23,
+                 "device 'net_null0' is already used by port 'd'");
+    EXPECT_EQ(result.errors.size(), 3u) << testing::describe(result);
 }
 
 TEST(PolicyErrors, LcoreAssignments) {
