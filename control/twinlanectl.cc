@@ -232,7 +232,9 @@ public:
         : options_(options), out_(out), err_(err) {}
 
     // Sends one request. On success returns the result; otherwise prints why and sets exit_code.
+    // Throws json::exception when the reply has the wrong shape.
     std::optional<json> call(const std::string& command, const json& args) {
+        command_ = command;
         if (!client_) {
             auto connected = ControlClient::connect(options_.socket, options_.timeout);
             if (!connected.client) {
@@ -281,6 +283,9 @@ public:
         }
     }
 
+    // The command of the last request, for messages.
+    const std::string& command() const { return command_; }
+
     int exit_code = kExitOk;
 
 private:
@@ -288,6 +293,7 @@ private:
     std::ostream& out_;
     std::ostream& err_;
     std::unique_ptr<ControlClient> client_;
+    std::string command_;
 };
 
 std::optional<std::chrono::nanoseconds> parse_interval(const std::string& text) {
@@ -382,88 +388,97 @@ int run_twinlanectl(int argc, const char* const* argv, std::ostream& out, std::o
     options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
 
     Session session(options, out, err);
-    if (status->parsed()) {
-        session.run("status", json::object(), [&](const json& r) { print_status(out, r); });
-    } else if (stats->parsed()) {
-        session.run("stats", {{"scope", stats_scope}}, [&](const json& r) {
-            if (stats_scope == "ports") print_ports(out, r);
-            if (stats_scope == "classes") print_classes(out, r, nullptr, 0);
-            if (stats_scope == "queues") print_queues(out, r);
-        });
-    } else if (flows->parsed()) {
-        session.run("flows", {{"top", flows_top}}, [&](const json& r) { print_flows(out, r); });
-    } else if (rules_list->parsed()) {
-        session.run("rules.list", json::object(), [&](const json& r) { print_rules(out, r); });
-    } else if (rules_add->parsed()) {
-        session.run("rules.add", {{"rule", rule_text}}, [&](const json& r) {
-            out << "rule added (policy epoch " << u64(r, "policy_epoch") << ")\n";
-        });
-    } else if (rules_del->parsed()) {
-        session.run("rules.delete", {{"name", rule_name}}, [&](const json& r) {
-            out << "rule '" << rule_name << "' deleted (policy epoch " << u64(r, "policy_epoch")
-                << ")\n";
-        });
-    } else if (class_set->parsed()) {
-        session.run("class.set", {{"class", class_name}, {"key", class_key}, {"value", class_value}},
-                    [&](const json& r) {
-                        out << class_name << ": " << class_key << " = " << class_value
-                            << " (policy epoch " << u64(r, "policy_epoch") << ")\n";
-                    });
-    } else if (policy_load->parsed()) {
-        // The daemon resolves paths in its own working directory: send an absolute one.
-        std::error_code error;
-        const std::filesystem::path absolute = std::filesystem::absolute(policy_file, error);
-        if (error) {
-            err << "twinlanectl: " << policy_file << ": " << error.message() << '\n';
-            return kExitUsage;
-        }
-        session.run("policy.load", {{"path", absolute.string()}}, [&](const json& r) {
-            out << "policy " << str(r, "policy_source") << " loaded (policy epoch "
-                << u64(r, "policy_epoch") << ")\n";
-        });
-    } else if (policy_show->parsed()) {
-        auto result = session.call("policy.show", json::object());
-        if (result) {
-            const json document = result->value("document", json::object());
-            if (options.json_output) {
-                out << result->dump(2) << '\n';
-            } else if (policy_format == "json") {
-                out << document.dump(2) << '\n';
-            } else {
-                out << "# running policy from " << str(*result, "policy_source") << ", epoch "
-                    << u64(*result, "policy_epoch") << "\n"
-                    << render_yaml(document);
+    try {
+        if (status->parsed()) {
+            session.run("status", json::object(), [&](const json& r) { print_status(out, r); });
+        } else if (stats->parsed()) {
+            session.run("stats", {{"scope", stats_scope}}, [&](const json& r) {
+                if (stats_scope == "ports") print_ports(out, r);
+                if (stats_scope == "classes") print_classes(out, r, nullptr, 0);
+                if (stats_scope == "queues") print_queues(out, r);
+            });
+        } else if (flows->parsed()) {
+            session.run("flows", {{"top", flows_top}}, [&](const json& r) { print_flows(out, r); });
+        } else if (rules_list->parsed()) {
+            session.run("rules.list", json::object(), [&](const json& r) { print_rules(out, r); });
+        } else if (rules_add->parsed()) {
+            session.run("rules.add", {{"rule", rule_text}}, [&](const json& r) {
+                out << "rule added (policy epoch " << u64(r, "policy_epoch") << ")\n";
+            });
+        } else if (rules_del->parsed()) {
+            session.run("rules.delete", {{"name", rule_name}}, [&](const json& r) {
+                out << "rule '" << rule_name << "' deleted (policy epoch " << u64(r, "policy_epoch")
+                    << ")\n";
+            });
+        } else if (class_set->parsed()) {
+            session.run("class.set",
+                        {{"class", class_name}, {"key", class_key}, {"value", class_value}},
+                        [&](const json& r) {
+                            out << class_name << ": " << class_key << " = " << class_value
+                                << " (policy epoch " << u64(r, "policy_epoch") << ")\n";
+                        });
+        } else if (policy_load->parsed()) {
+            // The daemon resolves paths in its own working directory: send an absolute one.
+            std::error_code error;
+            const std::filesystem::path absolute = std::filesystem::absolute(policy_file, error);
+            if (error) {
+                err << "twinlanectl: " << policy_file << ": " << error.message() << '\n';
+                return kExitUsage;
+            }
+            session.run("policy.load", {{"path", absolute.string()}}, [&](const json& r) {
+                out << "policy " << str(r, "policy_source") << " loaded (policy epoch "
+                    << u64(r, "policy_epoch") << ")\n";
+            });
+        } else if (policy_show->parsed()) {
+            auto result = session.call("policy.show", json::object());
+            if (result) {
+                const json document = result->value("document", json::object());
+                if (options.json_output) {
+                    out << result->dump(2) << '\n';
+                } else if (policy_format == "json") {
+                    out << document.dump(2) << '\n';
+                } else {
+                    out << "# running policy from " << str(*result, "policy_source") << ", epoch "
+                        << u64(*result, "policy_epoch") << "\n"
+                        << render_yaml(document);
+                }
+            }
+        } else if (log_level->parsed()) {
+            const bool set = !level.empty();
+            session.run(set ? "log.set" : "log.get",
+                        set ? json{{"level", level}} : json::object(),
+                        [&](const json& r) { out << str(r, "log_level") << '\n'; });
+        } else if (watch->parsed()) {
+            auto interval = parse_interval(watch_interval);
+            if (!interval || *interval < std::chrono::milliseconds(10)) {
+                err << "twinlanectl: --interval: '" << watch_interval
+                    << "' is not a duration of at least 10ms\n";
+                return kExitUsage;
+            }
+            const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
+            const double seconds = std::chrono::duration<double>(*interval).count();
+            std::optional<json> previous;
+            for (uint64_t round = 0; watch_count == 0 || round < watch_count; ++round) {
+                if (round > 0) std::this_thread::sleep_for(*interval);
+                auto result = session.call("stats", {{"scope", "classes"}});
+                if (!result) break;
+                if (options.json_output) {
+                    out << result->dump() << '\n';
+                } else {
+                    if (terminal) out << "\033[H\033[2J";
+                    print_classes(out, *result, previous ? &*previous : nullptr, seconds);
+                    if (!terminal) out << '\n';
+                }
+                out.flush();
+                previous = std::move(result);
             }
         }
-    } else if (log_level->parsed()) {
-        const bool set = !level.empty();
-        session.run(set ? "log.set" : "log.get",
-                    set ? json{{"level", level}} : json::object(),
-                    [&](const json& r) { out << str(r, "log_level") << '\n'; });
-    } else if (watch->parsed()) {
-        auto interval = parse_interval(watch_interval);
-        if (!interval || *interval < std::chrono::milliseconds(10)) {
-            err << "twinlanectl: --interval: '" << watch_interval
-                << "' is not a duration of at least 10ms\n";
-            return kExitUsage;
-        }
-        const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
-        const double seconds = std::chrono::duration<double>(*interval).count();
-        std::optional<json> previous;
-        for (uint64_t round = 0; watch_count == 0 || round < watch_count; ++round) {
-            if (round > 0) std::this_thread::sleep_for(*interval);
-            auto result = session.call("stats", {{"scope", "classes"}});
-            if (!result) break;
-            if (options.json_output) {
-                out << result->dump() << '\n';
-            } else {
-                if (terminal) out << "\033[H\033[2J";
-                print_classes(out, *result, previous ? &*previous : nullptr, seconds);
-                if (!terminal) out << '\n';
-            }
-            out.flush();
-            previous = std::move(result);
-        }
+    } catch (const json::exception& e) {
+        // Valid JSON of the wrong shape (another daemon version, or not twinlane at all) is a
+        // bad reply like unparsable text, not a crash.
+        err << "twinlanectl: " << session.command() << ": the daemon sent a malformed reply ("
+            << e.what() << ")\n";
+        return kExitTransport;
     }
     return session.exit_code;
 }

@@ -7,7 +7,8 @@
 //
 // Output: human tables on `out` by default, the raw JSON result with --json. Errors on `err`.
 // Exit codes: 0 ok, 1 the daemon refused the command (reason and details printed), 2 usage,
-// 3 daemon not running at the socket path, 4 other transport failures (timeout, closed).
+// 3 daemon not running at the socket path, 4 other transport failures (timeout, closed, a
+// malformed reply).
 // The socket defaults to $TWINLANE_SOCKET, else /run/twinlane/twinlane.sock.
 // run_twinlanectl() is the whole program, callable in-process (tests); not thread-safe.
 #pragma once

@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "control/control_server.h"
 #include "control/policy_store.h"
@@ -165,6 +167,66 @@ TEST(TwinlanectlNotRunning, ExitsThreeWithAClearMessage) {
     EXPECT_EQ(run_twinlanectl(4, argv, out, err), kExitNotRunning);
     EXPECT_EQ(err.str(), "twinlane daemon not running at " + socket +
                              " (connect: No such file or directory)\n");
+}
+
+// Serves one connection at `socket`: reads a request line and answers `reply` (id 1).
+class OneReplyServer {
+public:
+    OneReplyServer(const std::string& socket, std::string reply) {
+        fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::strncpy(address.sun_path, socket.c_str(), sizeof(address.sun_path) - 1);
+        EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+        EXPECT_EQ(listen(fd_, 1), 0);
+        thread_ = std::thread([this, reply = std::move(reply)] {
+            const int client = accept(fd_, nullptr, nullptr);
+            if (client < 0) return;
+            char request[4096];
+            if (recv(client, request, sizeof request, 0) > 0) {
+                EXPECT_EQ(send(client, reply.data(), reply.size(), MSG_NOSIGNAL),
+                          static_cast<ssize_t>(reply.size()));
+            }
+            close(client);
+        });
+    }
+    ~OneReplyServer() {
+        shutdown(fd_, SHUT_RDWR);  // wakes accept() if nobody came
+        thread_.join();
+        close(fd_);
+    }
+
+private:
+    int fd_ = -1;
+    std::thread thread_;
+};
+
+TEST(TwinlanectlBadReply, JsonOfTheWrongShapeIsABadReplyNotACrash) {
+    // A reply of another daemon version (or not twinlane at all) used to abort twinlanectl
+    // with an uncaught nlohmann::json::type_error (exit 134).
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"status"}, R"({"version":1,"id":1,"ok":true})"},
+        {{"status"},
+         R"({"version":1,"id":1,"ok":true,"result":{"version":5,"ports":7,"lcores":null}})"},
+        {{"status"}, R"({"version":1,"id":1,"ok":"yes","result":{}})"},
+        {{"rules", "list"}, R"({"version":1,"id":1,"ok":true,"result":{"a":3}})"},
+        {{"policy", "show"}, R"({"version":1,"id":1,"ok":true,"result":"document"})"},
+        {{"watch", "--count", "1"}, R"({"version":1,"id":1,"ok":true,"result":{"a":1}})"},
+    };
+    for (const auto& [command, reply] : cases) {
+        TempDir dir;
+        const std::string socket = dir.path() + "/fake.sock";
+        OneReplyServer server(socket, reply + "\n");
+        std::vector<std::string> args{"twinlanectl", "-s", socket, "--timeout", "2s"};
+        args.insert(args.end(), command.begin(), command.end());
+        std::vector<const char*> argv;
+        for (const std::string& arg : args) argv.push_back(arg.c_str());
+        std::ostringstream out, err;
+        const int code = run_twinlanectl(static_cast<int>(argv.size()), argv.data(), out, err);
+        EXPECT_EQ(code, kExitTransport) << reply << "\n" << err.str();
+        EXPECT_NE(err.str().find(": the daemon sent a malformed reply ("), std::string::npos)
+            << reply << "\n" << err.str();
+    }
 }
 
 TEST(TwinlanectlBinary, ExitCodeThreeFromTheInstalledProgram) {
