@@ -370,7 +370,14 @@ int run_twinlanectl(int argc, const char* const* argv, std::ostream& out, std::o
     std::string watch_interval = "1s";
     uint64_t watch_count = 0;
     watch->add_option("--interval", watch_interval, "refresh period")->capture_default_str();
+    // CLI11 reads "-1" into an unsigned as its largest value (strtoull): refuse the sign first.
+    const CLI::Validator not_negative(
+        [](const std::string& text) {
+            return text.starts_with('-') ? "'" + text + "' is negative" : std::string();
+        },
+        "N >= 0");
     watch->add_option("--count", watch_count, "stop after N refreshes (0: until interrupted)")
+        ->check(not_negative)
         ->capture_default_str();
 
     try {

@@ -157,6 +157,10 @@ TEST_F(TwinlanectlTest, UsageErrorsExitTwo) {
     EXPECT_EQ(run({"frobnicate"}).code, kExitUsage);
     EXPECT_EQ(run({"--timeout", "soon", "status"}).code, kExitUsage);
     EXPECT_EQ(run({"flows", "--top", "0"}).code, kExitUsage);
+    // A negative count wrapped to a huge unsigned one and watched forever.
+    EXPECT_EQ(run({"watch", "--interval", "10ms", "--count", "-1"}).code, kExitUsage);
+    EXPECT_EQ(run({"watch", "--interval", "10ms", "--count=-1"}).code, kExitUsage);
+    EXPECT_EQ(run({"flows", "--top", "-1"}).code, kExitUsage);
 }
 
 TEST(TwinlanectlNotRunning, ExitsThreeWithAClearMessage) {
