@@ -88,6 +88,7 @@ ControlClient::Reply ControlClient::request(std::string_view command, const nloh
         return reply;
     }
     size_t sent = 0;
+    std::string send_error;
     while (sent < line.size()) {
         const ssize_t n = send(fd_, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
         if (n > 0) {
@@ -103,7 +104,11 @@ ControlClient::Reply ControlClient::request(std::string_view command, const nloh
             continue;
         }
         reply.error = std::string("send: ") + std::strerror(errno);
-        return reply;
+        // A server refusing a client (too many) replies and closes before reading: the reply
+        // is still there to read.
+        if (errno != EPIPE && errno != ECONNRESET) return reply;
+        send_error = std::move(reply.error);
+        break;
     }
     while (true) {
         const size_t newline = buffer_.find('\n');
@@ -114,7 +119,12 @@ ControlClient::Reply ControlClient::request(std::string_view command, const nloh
                 reply.error = "the daemon sent a malformed reply";
                 return reply;
             }
-            if (message.value("id", nlohmann::json()) != id) continue;  // an older reply
+            const nlohmann::json reply_id = message.value("id", nlohmann::json());
+            // A failure with id null answers a request the server could not read or refused
+            // unread (too many clients): with one request in flight, this one.
+            const bool unattributed_failure = reply_id.is_null() && message.contains("ok") &&
+                                              message["ok"] == false;
+            if (reply_id != id && !unattributed_failure) continue;  // an older reply
             reply.message = std::move(message);
             return reply;
         }
@@ -136,12 +146,13 @@ ControlClient::Reply ControlClient::request(std::string_view command, const nloh
         char chunk[65536];
         const ssize_t got = recv(fd_, chunk, sizeof chunk, 0);
         if (got == 0) {
-            reply.error = "the daemon closed the connection";
+            reply.error = send_error.empty() ? "the daemon closed the connection" : send_error;
             return reply;
         }
         if (got < 0) {
             if (errno == EAGAIN || errno == EINTR) continue;
-            reply.error = std::string("recv: ") + std::strerror(errno);
+            reply.error = send_error.empty() ? std::string("recv: ") + std::strerror(errno)
+                                             : send_error;
             return reply;
         }
         buffer_.append(chunk, static_cast<size_t>(got));

@@ -31,7 +31,8 @@ public:
         std::optional<nlohmann::json> message;  // the reply object, when one arrived
         std::string error;                      // transport problem otherwise
     };
-    // Sends one request and waits for the reply carrying its id.
+    // Sends one request and waits for the reply carrying its id (or a failure with id null,
+    // which the server sends when it could not read the request or has too many clients).
     Reply request(std::string_view command, const nlohmann::json& args,
                   std::chrono::milliseconds timeout);
 

@@ -8,7 +8,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <vector>
@@ -19,6 +21,8 @@ namespace twinlane::control {
 namespace {
 
 constexpr size_t kReadChunkBytes = 64 * 1024;
+
+using Clock = std::chrono::steady_clock;
 
 std::string errno_text(int error) { return std::strerror(error); }
 
@@ -79,13 +83,15 @@ struct Client {
     bool discarding = false;   // skipping the rest of an oversize line
     bool read_closed = false;  // peer sent EOF: flush replies, then close
     bool failed = false;       // close now
+    Clock::time_point last_progress;  // connected, completed a request or took reply bytes
 
     size_t pending() const { return output.size() - output_sent; }
 };
 
 class Connections {
 public:
-    Connections(DaemonApi& api, uint32_t max_clients) : api_(api), max_clients_(max_clients) {}
+    Connections(DaemonApi& api, uint32_t max_clients, std::chrono::milliseconds idle_timeout)
+        : api_(api), max_clients_(max_clients), idle_timeout_(idle_timeout) {}
     ~Connections() {
         for (Client& client : clients_) close(client.fd);
     }
@@ -95,8 +101,8 @@ public:
         while (true) {
             fds.clear();
             fds.push_back({wake_fd, POLLIN, 0});
-            const bool accepting = clients_.size() < max_clients_;
-            fds.push_back({listen_fd, static_cast<short>(accepting ? POLLIN : 0), 0});
+            // Always accepting: a client over the limit is told so instead of left hanging.
+            fds.push_back({listen_fd, POLLIN, 0});
             for (const Client& client : clients_) {
                 short events = 0;
                 if (!client.read_closed && client.pending() < ControlServer::kMaxPendingReplyBytes)
@@ -104,7 +110,7 @@ public:
                 if (client.pending() > 0) events |= POLLOUT;
                 fds.push_back({client.fd, events, 0});
             }
-            if (poll(fds.data(), fds.size(), -1) < 0) {
+            if (poll(fds.data(), fds.size(), poll_timeout_ms()) < 0) {
                 if (errno == EINTR) continue;
                 spdlog::error("control: poll: {}", errno_text(errno));
                 return;
@@ -117,12 +123,34 @@ public:
                 if (revents & (POLLIN | POLLHUP | POLLERR)) read_from(client);
                 if (!client.failed && client.pending() > 0) write_to(client);
             }
+            drop_idle();
             close_finished();
             if (fds[1].revents & POLLIN) accept_from(listen_fd);
         }
     }
 
 private:
+    // Until the first client falls idle, rounded up so the wake-up finds it idle; -1: none.
+    int poll_timeout_ms() const {
+        if (clients_.empty()) return -1;
+        Clock::time_point first = Clock::time_point::max();
+        for (const Client& client : clients_) first = std::min(first, client.last_progress);
+        const auto left = first + idle_timeout_ - Clock::now();
+        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+        return static_cast<int>(std::clamp<int64_t>(ms, 0, 60'000));
+    }
+
+    void drop_idle() {
+        const Clock::time_point now = Clock::now();
+        for (Client& client : clients_) {
+            if (!client.failed && now - client.last_progress >= idle_timeout_) {
+                spdlog::info("control: client {} sent no complete request for {} ms; disconnecting",
+                             client.number, idle_timeout_.count());
+                client.failed = true;
+            }
+        }
+    }
+
     void accept_from(int listen_fd) {
         const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
@@ -131,9 +159,23 @@ private:
             }
             return;
         }
+        if (clients_.size() >= max_clients_) {
+            // One error reply into the empty socket buffer (never blocks), then close.
+            const std::string reply = format_error(
+                nullptr, "too many clients (" + std::to_string(max_clients_) +
+                             " connected); try again later");
+            if (send(fd, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+                spdlog::debug("control: cannot tell a client over the limit: {}",
+                              errno_text(errno));
+            }
+            close(fd);
+            spdlog::warn("control: refused a client: {} connected, the limit", max_clients_);
+            return;
+        }
         Client client;
         client.fd = fd;
         client.number = ++accepted_;
+        client.last_progress = Clock::now();
         spdlog::info("control: client {} connected", client.number);
         clients_.push_back(std::move(client));
     }
@@ -163,6 +205,7 @@ private:
         while (!client.failed) {
             const size_t newline = client.input.find('\n', start);
             if (newline == std::string::npos) break;
+            client.last_progress = Clock::now();
             if (client.discarding) {
                 client.discarding = false;
             } else {
@@ -232,6 +275,7 @@ private:
                 return;
             }
             client.output_sent += static_cast<size_t>(sent);
+            client.last_progress = Clock::now();
         }
         client.output.clear();
         client.output_sent = 0;
@@ -250,6 +294,7 @@ private:
 
     DaemonApi& api_;
     const uint32_t max_clients_;
+    const std::chrono::milliseconds idle_timeout_;
     uint64_t accepted_ = 0;
     std::vector<Client> clients_;
 };
@@ -311,7 +356,7 @@ std::optional<std::string> ControlServer::start() {
 
 void ControlServer::serve() {
     try {
-        Connections connections(api_, options_.max_clients);
+        Connections connections(api_, options_.max_clients, options_.idle_timeout);
         connections.run(listen_fd_, wake_fd_);
     } catch (const std::exception& e) {
         spdlog::critical("control: server thread stopped: {}", e.what());

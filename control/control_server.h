@@ -11,18 +11,23 @@
 // reply and is skipped up to its newline; malformed JSON, wrong version, unknown commands and
 // bad args get error replies; the connection stays usable. A client that stops reading is
 // not read from while it has more than kMaxPendingReplyBytes queued, and is dropped when a
-// single reply would overflow kMaxQueuedReplyBytes. No exception leaves the thread.
+// single reply would overflow kMaxQueuedReplyBytes. A client with no complete request and no
+// reply bytes taken for `idle_timeout` is dropped (idle or trickling clients would otherwise
+// hold every slot forever). A connection beyond `max_clients` is accepted, sent one error
+// reply ("too many clients") and closed. No exception leaves the thread.
 //
 // Thread-safety: start()/stop() from one owning thread; stop() wakes the server thread through
 // an eventfd and joins it. The DaemonApi is called from the server thread only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "control/daemon_api.h"
+#include "control/protocol.h"
 
 namespace twinlane::control {
 
@@ -30,6 +35,7 @@ struct ControlServerOptions {
     std::string socket_path = "/run/twinlane/twinlane.sock";
     uint32_t socket_mode = 0660;
     uint32_t max_clients = 64;
+    std::chrono::milliseconds idle_timeout = kClientIdleTimeout;
 };
 
 class ControlServer {

@@ -10,9 +10,12 @@
 //   status | stats {scope: ports|classes|queues} | flows {top: 1..10000} | rules.list |
 //   rules.add {rule: "YAML/JSON text"} | rules.delete {name} | class.set {class, key, value} |
 //   policy.load {path} | policy.show | log.get | log.set {level}
-// A line is at most kMaxRequestBytes (newline excluded). Pure functions, thread-safe.
+// A line is at most kMaxRequestBytes (newline excluded). A connection idle for kClientIdleTimeout
+// is closed; one over the server's client limit gets one error reply (id null) and is closed.
+// Pure functions, thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -26,6 +29,9 @@
 namespace twinlane::control {
 
 inline constexpr int kProtocolVersion = 1;
+// The server closes a connection that has had no complete request (and taken no reply bytes)
+// for this long, so idle clients cannot hold the client slots forever.
+inline constexpr std::chrono::seconds kClientIdleTimeout{60};
 inline constexpr size_t kMaxRequestBytes = 64 * 1024;
 inline constexpr size_t kMaxFlowsTop = 10'000;
 

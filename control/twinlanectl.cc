@@ -17,6 +17,7 @@
 
 #include "control/control_client.h"
 #include "control/policy_document.h"
+#include "control/protocol.h"
 #include "control/units.h"
 
 namespace twinlane::control {
@@ -283,6 +284,9 @@ public:
         }
     }
 
+    // The next call connects afresh.
+    void disconnect() { client_.reset(); }
+
     // The command of the last request, for messages.
     const std::string& command() const { return command_; }
 
@@ -467,6 +471,8 @@ int run_twinlanectl(int argc, const char* const* argv, std::ostream& out, std::o
             std::optional<json> previous;
             for (uint64_t round = 0; watch_count == 0 || round < watch_count; ++round) {
                 if (round > 0) std::this_thread::sleep_for(*interval);
+                // The daemon closes connections idle for kClientIdleTimeout.
+                if (*interval >= kClientIdleTimeout / 2) session.disconnect();
                 auto result = session.call("stats", {{"scope", "classes"}});
                 if (!result) break;
                 if (options.json_output) {

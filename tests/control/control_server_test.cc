@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
+#include "control/control_client.h"
 #include "control/control_server.h"
 #include "control/protocol.h"
 #include "fake_daemon_api.h"
@@ -234,6 +237,79 @@ TEST(ControlServerSocketFile, ManyClientsAtOnce) {
         ASSERT_TRUE(reply);
         EXPECT_EQ((*reply)["id"], i);
     }
+}
+
+TEST(ControlServerLimits, IdleAndTricklingClientsAreDisconnected) {
+    TempDir dir;
+    FakeDaemonApi api;
+    const std::string path = dir.path() + "/ctl.sock";
+    ControlServer server(api, ControlServerOptions{.socket_path = path,
+                                                   .idle_timeout = std::chrono::milliseconds(500)});
+    ASSERT_FALSE(server.start());
+    RawClient silent(path);
+    RawClient trickling(path);
+    RawClient active(path);
+    ASSERT_TRUE(silent.connected() && trickling.connected() && active.connected());
+    // A request every 100 ms keeps a connection; part of a line never completed does not.
+    const std::string partial = R"({"version":1,"id":1,"command":"st)";
+    for (int round = 0; round < 10; ++round) {
+        ASSERT_TRUE(active.send_all(format_request(round, "status", json::object())));
+        const auto reply = active.read_reply();
+        ASSERT_TRUE(reply);
+        EXPECT_EQ((*reply)["id"], round);
+        if (round < 3) trickling.send_all(partial.substr(round * 4, 4));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_TRUE(silent.closed_within(std::chrono::milliseconds(100)));
+    EXPECT_TRUE(trickling.closed_within(std::chrono::milliseconds(100)));
+    EXPECT_FALSE(active.closed_within(std::chrono::milliseconds(0)));
+    server.stop();
+}
+
+TEST(ControlServerLimits, AClientOverTheLimitGetsOneErrorAndIsClosed) {
+    TempDir dir;
+    FakeDaemonApi api;
+    const std::string path = dir.path() + "/ctl.sock";
+    ControlServer server(api, ControlServerOptions{.socket_path = path, .max_clients = 2});
+    ASSERT_FALSE(server.start());
+    // Two idle clients used to lock everyone else out (64 in the daemon): no reply, ever.
+    RawClient first(path);
+    RawClient second(path);
+    for (RawClient* client : {&first, &second}) {
+        ASSERT_TRUE(client->send_all(format_request(1, "status", json::object())));
+        ASSERT_TRUE(client->read_reply());
+    }
+    RawClient third(path);
+    ASSERT_TRUE(third.connected());
+    const auto reply = third.read_reply();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ((*reply)["ok"], false);
+    EXPECT_EQ((*reply)["id"], nullptr);
+    EXPECT_EQ((*reply)["error"], "too many clients (2 connected); try again later");
+    EXPECT_TRUE(third.closed_within(std::chrono::seconds(2)));
+    // ControlClient takes that reply as the answer to its request, also when the server closed
+    // before the request was sent (EPIPE).
+    for (const int delay_ms : {0, 100}) {
+        auto refused = ControlClient::connect(path, std::chrono::seconds(2));
+        ASSERT_TRUE(refused.client);
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        const auto answer =
+            refused.client->request("status", json::object(), std::chrono::seconds(2));
+        ASSERT_TRUE(answer.message) << answer.error;
+        EXPECT_EQ((*answer.message)["error"], "too many clients (2 connected); try again later");
+    }
+    // A freed slot takes the next client.
+    first.close_now();
+    std::optional<json> served;
+    for (int attempt = 0; attempt < 50 && !(served && (*served)["ok"] == true); ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        RawClient next(path);
+        next.send_all(format_request(2, "status", json::object()));
+        served = next.read_reply();
+    }
+    ASSERT_TRUE(served);
+    EXPECT_EQ((*served)["ok"], true);
+    server.stop();
 }
 
 }  // namespace

@@ -87,6 +87,23 @@ public:
         }
     }
 
+    // True when the server closes the connection within `timeout` (anything it sends first is
+    // kept for read_reply()).
+    bool closed_within(std::chrono::milliseconds timeout) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (true) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0) return false;
+            pollfd pfd{fd_, POLLIN, 0};
+            if (poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return false;
+            char chunk[65536];
+            const ssize_t got = recv(fd_, chunk, sizeof chunk, 0);
+            if (got <= 0) return true;
+            buffer_.append(chunk, static_cast<size_t>(got));
+        }
+    }
+
 private:
     int fd_ = -1;
     std::string buffer_;
