@@ -253,12 +253,21 @@ PolicyResult PolicyLoader::load(std::string_view text) {
     }
     read_document(Field{document, document.Mark(), ""});
 
+    const size_t unlisted = errors_.unlisted();
     std::vector<PolicyError> errors = errors_.take();
     if (!errors.empty()) {
         // Report in file order: that is how the author reads and fixes them.
         std::stable_sort(errors.begin(), errors.end(), [](const auto& a, const auto& b) {
             return std::tie(a.line, a.column) < std::tie(b.line, b.column);
         });
+        if (unlisted != 0) {
+            errors.push_back(PolicyError{.file = errors.front().file,
+                                         .line = 0,
+                                         .column = 0,
+                                         .key_path = "",
+                                         .reason = "and " + std::to_string(unlisted) +
+                                                   " more errors, not listed"});
+        }
         return PolicyResult{nullptr, std::move(errors)};
     }
     return PolicyResult{std::make_shared<const Policy>(std::move(policy_)), {}};

@@ -267,8 +267,9 @@ struct PortRateOverride {
 // The most a policy file may hold; real policies are a few KiB.
 inline constexpr uint64_t kMaxPolicyFileBytes = 16 << 20;
 // The most nodes a policy document may expand to, every YAML alias counted each time it is used
-// (a rule is about 20 nodes: room for 50,000 rules). More is refused before it is read, so
-// nested aliases cannot make the loader walk billions of nodes.
+// (a rule is about 17 nodes: room for about 58,000 rules). More is refused before it is read, so
+// nested aliases cannot make the loader walk billions of nodes; a document just under the bound
+// still takes about a second to reject (its errors are listed up to ErrorList::kMaxListed).
 inline constexpr size_t kMaxPolicyNodes = 1'000'000;
 
 // Reads and validates a policy file. An unreadable file, one that is not a regular file (a FIFO

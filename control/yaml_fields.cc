@@ -144,6 +144,10 @@ YamlExtent measure_yaml(const std::string& text, size_t max_nodes) {
 }
 
 void ErrorList::add(const YAML::Mark& at, std::string key_path, std::string reason) {
+    if (errors_.size() >= kMaxListed) {
+        ++unlisted_;
+        return;
+    }
     const bool known = !at.is_null();
     errors_.push_back(PolicyError{.file = file_,
                                   .line = known ? at.line + 1 : 0,

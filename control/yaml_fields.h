@@ -27,14 +27,20 @@ class ErrorList {
   public:
     explicit ErrorList(std::string file) : file_(std::move(file)) {}
 
+    // Past kMaxListed errors (a generated or aliased file wrong in every entry) the rest are
+    // only counted: nobody reads more, and each costs memory and output.
+    static constexpr size_t kMaxListed = 1000;
+
     void add(const YAML::Mark& at, std::string key_path, std::string reason);
     const std::vector<PolicyError>& errors() const { return errors_; }
     std::vector<PolicyError> take() { return std::move(errors_); }
-    size_t size() const { return errors_.size(); }
+    size_t size() const { return errors_.size() + unlisted_; }  // every error found
+    size_t unlisted() const { return unlisted_; }
 
   private:
     std::string file_;
     std::vector<PolicyError> errors_;
+    size_t unlisted_ = 0;
 };
 
 // How far a YAML text's first document expands, and whether a second one follows, found from
