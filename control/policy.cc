@@ -381,6 +381,10 @@ void PolicyLoader::read_ports(const Field& field) {
     auto items = read_sequence(field, errors_);
     if (!items) return;
     if (items->empty()) errors_.add(field.mark, field.path, "at least one port is needed");
+    if (items->size() > kMaxPorts) {
+        errors_.add(field.mark, field.path,
+                    "at most " + std::to_string(kMaxPorts) + " ports (the dataplane's counters)");
+    }
     struct DeviceOwner {
         std::string port;
         std::string spelling;

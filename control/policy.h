@@ -264,6 +264,9 @@ struct PortRateOverride {
     uint64_t rate_bits_per_sec = 0;
 };
 
+// The most ports a policy may name (the dataplane's counters are sized for it).
+inline constexpr size_t kMaxPorts = 32;
+
 // The most a policy file may hold; real policies are a few KiB.
 inline constexpr uint64_t kMaxPolicyFileBytes = 16 << 20;
 // The most nodes a policy document may expand to, every YAML alias counted each time it is used

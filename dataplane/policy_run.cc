@@ -39,6 +39,8 @@
 #endif
 
 namespace twinlane::dataplane {
+
+static_assert(kMaxPolicyPorts == control::kMaxPorts);
 namespace {
 
 constexpr uint32_t kFrameOverheadBytes = 18;  // Ethernet header + one VLAN tag beyond the MTU

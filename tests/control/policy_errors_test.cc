@@ -273,6 +273,15 @@ TEST(PolicyErrors, ThousandsOfErrorsAreListedUpToABound) {
     EXPECT_EQ(result.errors.back().reason, "and 2000 more errors, not listed");  // 2 per rule
 }
 
+TEST(PolicyErrors, AtMost32Ports) {
+    std::string text = "version: 1\nports:\n";
+    for (int i = 0; i < 33; ++i)
+        text += "  - {name: p" + std::to_string(i) + ", device: net_null" + std::to_string(i) +
+                ", rate: 1G}\n";
+    text += "classes: [gold]\nscheduler: {name: root, kind: fifo, class: gold}\n";
+    expect_error(parse(text), "ports", 3, 3, "at most 32 ports");
+}
+
 TEST(PolicyErrors, ASecondYamlDocumentIsRefused) {
     // YAML::Load reads the first document only: the second one was silently ignored.
     expect_error(base_with("---\nports: garbage\n"), "", 13, 1,
