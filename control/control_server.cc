@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <vector>
 
 #include "control/protocol.h"
@@ -84,6 +85,7 @@ struct Client {
     bool read_closed = false;  // peer sent EOF: flush replies, then close
     bool failed = false;       // close now
     Clock::time_point last_progress;  // connected, completed a request or took reply bytes
+    std::optional<Requester> requester;  // peer credentials, when the kernel gave them
 
     size_t pending() const { return output.size() - output_sent; }
 };
@@ -176,6 +178,11 @@ private:
         client.fd = fd;
         client.number = ++accepted_;
         client.last_progress = Clock::now();
+        ucred peer{};
+        socklen_t peer_size = sizeof(peer);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) == 0) {
+            client.requester = Requester{peer.uid, peer.gid};
+        }
         spdlog::info("control: client {} connected", client.number);
         clients_.push_back(std::move(client));
     }
@@ -237,7 +244,7 @@ private:
             return;
         }
         const Request& request = std::get<Request>(parsed);
-        const ApiResult result = dispatch(api_, request);
+        const ApiResult result = dispatch(api_, request, client.requester);
         if (is_change(request.command)) {
             if (result.ok()) {
                 spdlog::info("control: client {}: {} applied", client.number, request.command);

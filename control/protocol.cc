@@ -1,5 +1,10 @@
 #include "control/protocol.h"
 
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <array>
 #include <exception>
 
@@ -34,7 +39,32 @@ std::string unknown_args(const json& args, std::initializer_list<std::string_vie
     return "";
 }
 
-ApiResult dispatch_checked(DaemonApi& api, const Request& request) {
+// Whether `requester` may read the file at `path` by its permission bits (see dispatch()).
+bool readable_by(const std::string& path, const Requester& requester) {
+    if (requester.uid == 0) return true;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return true;  // missing: the loader says so itself
+    if (st.st_uid == requester.uid) return (st.st_mode & S_IRUSR) != 0;
+    bool in_group = st.st_gid == requester.gid;
+    if (!in_group) {
+        std::array<char, 4096> buffer{};
+        passwd entry{};
+        passwd* found = nullptr;
+        if (getpwuid_r(requester.uid, &entry, buffer.data(), buffer.size(), &found) == 0 &&
+            found != nullptr) {
+            std::array<gid_t, 256> groups{};
+            int count = static_cast<int>(groups.size());
+            if (getgrouplist(found->pw_name, requester.gid, groups.data(), &count) >= 0) {
+                in_group = std::find(groups.begin(), groups.begin() + count, st.st_gid) !=
+                           groups.begin() + count;
+            }
+        }
+    }
+    return (st.st_mode & (in_group ? S_IRGRP : S_IROTH)) != 0;
+}
+
+ApiResult dispatch_checked(DaemonApi& api, const Request& request,
+                           const std::optional<Requester>& requester) {
     const std::string& command = request.command;
     const json& args = request.args;
     auto only = [&](std::initializer_list<std::string_view> allowed) {
@@ -110,6 +140,11 @@ ApiResult dispatch_checked(DaemonApi& api, const Request& request) {
             // paths, and so must every other client.
             return ApiResult::failure("path must be absolute");
         }
+        if (requester && !readable_by(std::get<0>(path), *requester)) {
+            return ApiResult::failure(std::get<0>(path) +
+                                      ": not readable by the requesting user (uid " +
+                                      std::to_string(requester->uid) + ")");
+        }
         return api.policy_load(std::get<0>(path));
     }
     if (command == "policy.show") {
@@ -172,9 +207,10 @@ std::variant<Request, RequestError> parse_request(std::string_view line) {
     return request;
 }
 
-ApiResult dispatch(DaemonApi& api, const Request& request) {
+ApiResult dispatch(DaemonApi& api, const Request& request,
+                   const std::optional<Requester>& requester) {
     try {
-        return dispatch_checked(api, request);
+        return dispatch_checked(api, request, requester);
     } catch (const std::exception& e) {
         // DaemonApi promises not to throw; this is a bug, reported instead of killing the server.
         return ApiResult::failure(std::string("internal error: ") + e.what());

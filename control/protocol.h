@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -49,9 +50,19 @@ struct RequestError {
 // Reads one request line (without its newline).
 std::variant<Request, RequestError> parse_request(std::string_view line);
 
+// Who sent a request, from the socket's peer credentials (SO_PEERCRED).
+struct Requester {
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+};
+
 // Validates `request.args` for its command and calls `api`. Unknown commands and bad args are
-// failures; the API's own failures pass through. Never throws.
-ApiResult dispatch(DaemonApi& api, const Request& request);
+// failures; the API's own failures pass through. With a `requester`, policy.load reads only a
+// file that user may read itself (owner, group incl. supplementary groups, or other read bit;
+// root reads anything): the daemon's own rights do not extend to its clients, and a policy
+// error quotes the file's text. Never throws.
+ApiResult dispatch(DaemonApi& api, const Request& request,
+                   const std::optional<Requester>& requester = std::nullopt);
 // True for commands that change the daemon (logged as applied/rejected).
 bool is_change(std::string_view command);
 

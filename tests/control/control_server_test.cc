@@ -173,6 +173,38 @@ TEST_F(ControlServerTest, CommandsReachTheApiWithTheirArguments) {
     EXPECT_EQ(calls[3], "log.set debug");
 }
 
+// policy.load reads a file only if the requesting user could read it: a member of the socket's
+// group must not read root-only files through the daemon (a policy error quotes the text).
+TEST(PolicyLoadRights, TheRequesterMustBeAbleToReadTheFile) {
+    TempDir dir;
+    const std::string path = dir.path() + "/p.yaml";
+    std::ofstream(path) << "version: 1\n";
+    FakeDaemonApi api;
+    Request request;
+    request.command = "policy.load";
+    request.args = {{"path", path}};
+    struct stat st {};
+    ASSERT_EQ(stat(path.c_str(), &st), 0);
+    const uint32_t stranger = st.st_uid + 4242;  // neither the owner nor root
+    const uint32_t other_group = st.st_gid + 4242;
+    auto load_as = [&](uint32_t uid, uint32_t gid, mode_t mode) {
+        EXPECT_EQ(chmod(path.c_str(), mode), 0);
+        return dispatch(api, request, Requester{uid, gid});
+    };
+    const ApiResult refused = load_as(stranger, other_group, 0640);
+    EXPECT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().find("not readable by the requesting user (uid " +
+                                   std::to_string(stranger) + ")"),
+              std::string::npos)
+        << refused.error();
+    EXPECT_TRUE(api.calls().empty());  // never reached the loader
+    EXPECT_TRUE(load_as(stranger, st.st_gid, 0640).ok());    // its group may read
+    EXPECT_FALSE(load_as(stranger, st.st_gid, 0600).ok());   // but not here
+    EXPECT_TRUE(load_as(stranger, other_group, 0644).ok());  // anyone may read
+    EXPECT_TRUE(load_as(0, 0, 0600).ok());                   // root reads anything
+    EXPECT_TRUE(dispatch(api, request).ok());                // no credentials: not checked
+}
+
 TEST_F(ControlServerTest, SocketAndDirectoryPermissions) {
     struct stat info {};
     ASSERT_EQ(stat(socket_path_.c_str(), &info), 0);
