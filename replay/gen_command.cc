@@ -119,6 +119,20 @@ void add_gen_command(CLI::App& app, std::ostream& out) {
         }
         out << "wrote " << summary.total.packets << " packets to " << run.output_path << "\n"
             << format_gen_summary(summary);
+        // Each client sends its share of the inference load; below one smallest RPC (a 100 B
+        // request and a 1 KB response) its responses are cut short, or it sends nothing.
+        if (run.inference_clients != 0 && run.inference_load > 0) {
+            const double per_client = run.inference_load * run.link_rate_bps *
+                                      static_cast<double>(run.duration_ns) / 8e9 /
+                                      run.inference_clients;
+            if (per_client < 1100) {
+                out << fmt::format(
+                    "note: {} inference clients share {:.0f} B each, less than one RPC (1.1 KB):"
+                    " responses are cut short; fewer --clients or a longer --duration give "
+                    "whole RPCs\n",
+                    run.inference_clients, per_client);
+            }
+        }
     });
 }
 

@@ -82,6 +82,16 @@ TEST_F(GenCommandTest, BadUnitsFailValidation) {
     EXPECT_FALSE(std::filesystem::exists(output_));
 }
 
+TEST_F(GenCommandTest, TooManyClientsForTheLoadAreNamed) {
+    run({"gen", "-o", output_, "--duration", "5ms", "--clients", "4000"});
+    EXPECT_NE(printed_.str().find("note: 4000 inference clients share 78 B each"),
+              std::string::npos)
+        << printed_.str();
+    printed_.str("");
+    run({"gen", "-o", output_, "--duration", "5ms"});
+    EXPECT_EQ(printed_.str().find("note:"), std::string::npos) << printed_.str();
+}
+
 TEST_F(GenCommandTest, OutputIsRequired) {
     EXPECT_THROW(run({"gen", "--duration", "5ms"}), CLI::RequiredError);
 }
