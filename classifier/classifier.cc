@@ -258,7 +258,9 @@ __attribute__((always_inline)) inline void Classifier::finish(const Prepared& p,
         result.malformed = p.malformed;
         result.source = MatchSource::malformed;
         result.class_id = config_.default_class;
-        result.drop = config_.malformed_policy == MalformedPolicy::drop;
+        // An empty frame has nothing to forward, whatever the policy: dropped as malformed
+        // (the scheduler would refuse it as a zero-length packet).
+        result.drop = config_.malformed_policy == MalformedPolicy::drop || wire_length == 0;
         count(result, wire_length);
         out = result;
         return;

@@ -379,6 +379,12 @@ TEST(Classifier, MalformedPolicyAndCounters) {
         EXPECT_EQ(h.malformed, MalformedReason::l4_truncated);
         EXPECT_EQ(classifier.counters().malformed[size_t(MalformedReason::ipv4_bad_total_length)], 1u);
         EXPECT_EQ(classifier.counters().malformed[size_t(MalformedReason::l4_truncated)], 1u);
+        // An empty frame has nothing to forward: dropped whatever the policy.
+        const uint8_t nothing[1] = {0};
+        const Result empty = classifier.classify(nothing, 0, 0, 0, 0);
+        EXPECT_EQ(empty.malformed, MalformedReason::ethernet_truncated);
+        EXPECT_TRUE(empty.drop);
+        EXPECT_FALSE(classifier.classify(nothing, 1, 1, 0, 0).drop);  // a runt is forwarded
     }
     config.malformed_policy = MalformedPolicy::drop;
     Classifier dropping(config);
