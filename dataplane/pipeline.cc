@@ -408,7 +408,9 @@ uint16_t offer(EgressTask& e, rte_mbuf** pkts, const TxInfo* info, uint16_t coun
     }
     const uint16_t refused = count - sent;
     if (refused != 0) {
-        c.ports[e.policy_port].tx_refused.add(refused);
+        // Packets, not attempts: a held packet the NIC refuses again was counted already (a
+        // full ring is re-offered every loop, millions of times a second).
+        if (pkts != e.held.data()) c.ports[e.policy_port].tx_refused.add(refused);
         // memmove semantics: the arrays may be e.held and e.held_info themselves.
         std::copy(pkts + sent, pkts + count, e.held.begin());
         std::copy(info + sent, info + count, e.held_info.begin());

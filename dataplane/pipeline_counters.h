@@ -59,7 +59,7 @@ class RelaxedCounter {
 struct PortCounters {
     RelaxedCounter rx_packets, rx_bytes;
     RelaxedCounter tx_packets, tx_bytes;
-    RelaxedCounter tx_refused;  // offers the NIC refused (each re-offer that fails counts)
+    RelaxedCounter tx_refused;  // packets the NIC refused at least once (held, re-offered)
 };
 
 struct LaneCounters {  // per class

@@ -146,6 +146,26 @@ struct Pipeline {
     }
 };
 
+// A port only transmitted to is never read: frames waiting in its RX queues (a net_ring port
+// loops its TX back to its own RX; a NIC may receive on an egress-only port) hold mbufs of the
+// pool until freed here, at shutdown, before the pools' count is compared with the start.
+// Bounded: a device that never runs dry (a pcap read in a loop) gives up after 2^20 bursts.
+void drain_unpolled_rx(const Pipeline& p) {
+    std::vector<bool> polled(p.policy->ports.size(), false);
+    for (const control::ForwardingPolicy& f : p.policy->forwarding) polled[f.from_port] = true;
+    for (size_t i = 0; i < p.policy->ports.size() && i < p.dpdk_ports.size(); ++i) {
+        if (polled[i]) continue;
+        for (uint16_t queue = 0; queue < p.policy->ports[i].rx_queues; ++queue) {
+            rte_mbuf* burst[kBurst];
+            for (uint32_t round = 0; round < (1u << 20); ++round) {
+                const uint16_t n = rte_eth_rx_burst(p.dpdk_ports[i], queue, burst, kBurst);
+                if (n == 0) break;
+                rte_pktmbuf_free_bulk(burst, n);
+            }
+        }
+    }
+}
+
 uint64_t pools_in_use(const Pipeline& p) {
     uint64_t total = 0;
     for (const auto& [socket, pool] : p.pools)
@@ -721,6 +741,7 @@ int run_with_policy(const PolicyRunOptions& options) {
     report.elapsed_s = elapsed_s;
     report.tsc_hz = rte_get_tsc_hz();
     report.mbufs_in_use_start = in_use_start;
+    drain_unpolled_rx(p);
     for (uint16_t port : p.started_ports)
         stop_port(port);  // flushes pcap output, frees RX rings
     p.started_ports.clear();

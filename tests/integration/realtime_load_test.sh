@@ -5,6 +5,7 @@
 #  2. SIGTERM with --stop-mode drop and with --stop-mode drain (run-to-completion): exit 0,
 #     counters balance, every mbuf back in its pool (the binary also checks both itself).
 #  3. A policy device that cannot be probed: non-zero exit, the error names the policy port.
+#  4. An egress-only net_ring port: refused packets counted once, its ring's mbufs freed at exit.
 # Usage: realtime_load_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
 twinlane=$1
@@ -64,3 +65,36 @@ rc=0
 grep -q "port 'west': cannot probe device 'net_pcap9" "$WORK/bad.txt" ||
     fail "error does not name the port: $(cat "$WORK/bad.txt")"
 echo "PASS: unusable device reported: $(grep -o "port 'west': cannot probe[^:]*" "$WORK/bad.txt")"
+
+# 4. An egress-only net_ring port (transmitted to, never read: its ring fills after 1023 frames
+#    and refuses the rest): tx_refused counts refused packets, not the re-offers of a full ring
+#    (millions a second), and the frames left in the ring go back to the pool at exit (no false
+#    "mbuf leak").
+cat >"$WORK/ring.yaml" <<YAML
+version: 1
+ports:
+  - {name: in, device: "net_null0,size=64", rate: 1G}
+  - {name: r, device: net_ring0, rate: 100G, tx_budget: 256MiB, rx_descriptors: 64,
+     tx_descriptors: 64}
+forwarding: [{from: in, to: r}]
+lcores: {single: 0}
+classes: [other]
+scheduler: {name: root, kind: fifo, class: other, limit: {packets: 4096}}
+classifier: {heuristics: {default_class: other}}
+metrics: {enabled: false}
+YAML
+rc=0
+"$twinlane" --log-level warn run --json --no-control --duration 1 -c "$WORK/ring.yaml" -- \
+    "${EAL_BASE[@]}" -l 0 >"$WORK/ring.json" 2>"$WORK/ring.err" || rc=$?
+[ "$rc" -eq 0 ] || fail "egress-only ring: exit $rc: $(cat "$WORK/ring.err")"
+python3 - "$WORK/ring.json" <<'PY' || fail "egress-only ring: $(cat "$WORK/ring.json")"
+import json, sys
+c = json.load(open(sys.argv[1]))
+r = c["ports"][1]
+assert r["tx_packets"] == 1023, r
+assert 0 < r["tx_refused"] <= c["rx_packets"] - r["tx_packets"], r
+assert c["rx_packets"] == c["tx_packets"] + sum(c["dropped"].values()) + c["queued"], c
+assert c["mbufs"]["in_use_start"] == c["mbufs"]["in_use_end"], c["mbufs"]
+print(f"PASS: egress-only ring: tx {r['tx_packets']}, refused {r['tx_refused']} packets "
+      f"of {c['rx_packets']} received, mbufs back to {c['mbufs']['in_use_end']}")
+PY
