@@ -571,6 +571,9 @@ std::vector<DaemonLcore> daemon_roles(const Pipeline& p) {
 }  // namespace
 
 int run_with_policy(const PolicyRunOptions& options) {
+    // First: a SIGINT/SIGTERM during set-up (EAL, ports: a fraction of a second) then stops the
+    // run as soon as it starts, with the final report, instead of killing the process.
+    install_stop_handlers();
     const control::PolicyResult loaded = control::load_policy(options.policy_path);
     if (!loaded.ok()) {
         for (const auto& e : loaded.errors)
@@ -671,7 +674,6 @@ int run_with_policy(const PolicyRunOptions& options) {
 
     const bool idle_exit =
         options.idle_exit_ns != 0 && (!options.idle_exit_auto || every_input_is_pcap(p));
-    install_stop_handlers();
     spdlog::info("forwarding with policy {}{}", options.policy_path,
                  idle_exit ? " until end of input" : " until SIGINT/SIGTERM");
     const auto started = std::chrono::steady_clock::now();

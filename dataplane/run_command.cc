@@ -241,8 +241,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
         ->check(CLI::Range(1023u, 1u << 24))
         ->capture_default_str();
     cmd->add_option("--idle-exit", args->idle_exit,
-                    "Stop after this many ms without input: a number, 'never', or 'auto' "
-                    "(200 ms for a pcap input, else never)")
+                    "Stop after this many ms without input: a number (0: never), 'never', or "
+                    "'auto' (200 ms for a pcap input, else never)")
         ->check(CLI::Validator(
             [](const std::string& text) -> std::string {
                 if (text == "auto" || text == "never") return {};
