@@ -19,7 +19,8 @@ int run_check(const std::string& policy_path, std::ostream& out, std::ostream& e
     // What `twinlane run` builds from the policy next: anything it would refuse fails here too.
     const CompiledPolicy compiled = compile_policy(policy);
     if (!compiled.ok()) {
-        for (const std::string& error : compiled.errors) err << policy_path << ": " << error << '\n';
+        for (const std::string& error : compiled.errors)
+            err << policy_path << ": " << error << '\n';
         err.flush();
         return 1;
     }

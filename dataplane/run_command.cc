@@ -125,9 +125,12 @@ int run_policy(const RunArgs& args) {
     options.stop_mode = args.stop_mode == "drop" ? StopMode::drop : StopMode::drain;
     options.drain_timeout_ns = uint64_t{args.drain_timeout_ms} * 1'000'000ULL;
     options.idle_exit_auto = args.idle_exit == "auto";
-    options.idle_exit_ns = args.idle_exit == "never" ? 0
-                           : options.idle_exit_auto  ? 200'000'000ULL
-                                                     : idle_exit_setting_ms(args.idle_exit) * 1'000'000ULL;
+    options.idle_exit_ns = 0;
+    if (options.idle_exit_auto) {
+        options.idle_exit_ns = 200'000'000;
+    } else if (args.idle_exit != "never") {
+        options.idle_exit_ns = idle_exit_setting_ms(args.idle_exit) * 1'000'000;
+    }
     options.duration_ns = static_cast<uint64_t>(args.duration_s * 1e9);
     options.stats_interval_ns = static_cast<uint64_t>(args.stats_interval_s * 1e9);
     options.lane_ring_slots = args.lane_ring_slots;

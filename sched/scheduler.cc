@@ -198,11 +198,6 @@ void Scheduler::reset_queues() {
     pool_free_count_ = pool;
 }
 
-// ---- pool and queues ----------------------------------------------------------------------
-
-// The free slots are a stack indexed by the free count, not a list linked through next_slot_:
-// taking a slot then needs no load of the previous one's link (a dependent load per packet).
-// Slots are released by pop_flow and settle_departures.
 uint64_t Scheduler::memory_bytes(const TreeSpec& spec) {
     uint64_t flows = 0;
     uint64_t total_limit_packets = 0;
@@ -217,6 +212,11 @@ uint64_t Scheduler::memory_bytes(const TreeSpec& spec) {
            spec.nodes.size() * (sizeof(Node) + sizeof(Leaf));
 }
 
+// ---- pool and queues ----------------------------------------------------------------------
+
+// The free slots are a stack indexed by the free count, not a list linked through next_slot_:
+// taking a slot then needs no load of the previous one's link (a dependent load per packet).
+// Slots are released by pop_flow and settle_departures.
 [[gnu::always_inline]] inline uint32_t Scheduler::allocate_slot() {
     return free_slots_[--pool_free_count_];
 }
