@@ -162,7 +162,8 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns)
     if (r.drop || record.wire_length == 0) {
         // An empty record (a damaged capture) has nothing to send; dropped here rather than by
         // the twinlane scheduler alone (which refuses length 0), so every discipline sees it so.
-        drop_on_arrival(r, record.wire_length, arrival_ns, r.drop ? "malformed" : "empty_record");
+        drop_on_arrival(r, record.wire_length, arrival_ns,
+                        record.wire_length == 0 ? "empty_record" : "malformed");
         return;
     }
     // Records above the port's largest frame (host captures with TSO/GRO) go out as the
