@@ -6,6 +6,11 @@
 #include "sched/scheduler.h"
 
 namespace twinlane::dataplane {
+namespace {
+
+std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
 
 uint64_t available_memory_bytes() {
     std::ifstream meminfo("/proc/meminfo");
@@ -25,7 +30,6 @@ std::optional<std::string> flow_tables_exceed_memory(const control::Policy& poli
     const uint64_t needed = each * tables;
     const uint64_t available = available_memory_bytes();
     if (available == 0 || needed <= available) return std::nullopt;
-    const auto mib = [](uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
     return "classifier.flow_table: " + std::to_string(tables) + " flow table(s) x " + mib(each) +
            " (capacity " + std::to_string(policy.classifier.flow_table.capacity) +
            " x slots_per_flow " + std::to_string(policy.classifier.flow_table.slots_per_flow) +
@@ -48,7 +52,6 @@ std::optional<std::string> scheduler_trees_exceed_memory(
     }
     const uint64_t available = available_memory_bytes();
     if (available == 0 || needed <= available || largest_tree == nullptr) return std::nullopt;
-    const auto mib = [](uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
     return "scheduler: " + std::to_string(trees.size()) + " tree(s) need " + mib(needed) +
            ", more than the " + mib(available) + " this machine has available; port '" +
            policy.ports[largest_tree->port].name + "' alone needs " + mib(largest) +
