@@ -239,13 +239,18 @@ TEST(RedEcnTest, SameSeedSameMarks) {
     EXPECT_NE(run(7), run(8));
 }
 
+// A tree of one fq leaf with the given limits and buckets.
+TreeSpec one_fq_leaf(uint32_t limit_packets, uint64_t limit_bytes, uint32_t buckets) {
+    TreeSpec spec;
+    spec.nodes.push_back(make_leaf("q", NodeKind::fq, "", limit_packets, limit_bytes));
+    spec.nodes.back().fq_buckets = buckets;
+    return spec;
+}
+
 // A full fq leaf drops from the head of its fattest flow to admit a smaller flow's packet
 // (fq_codel), and drops the arrival when the arriving flow is itself the fattest.
 TEST(FqOverflow, PushesOutTheFattestFlowsHead) {
-    TreeSpec spec;
-    spec.nodes.push_back(make_leaf("q", NodeKind::fq, "", 10, 1u << 20));
-    spec.nodes.back().fq_buckets = 16;
-    auto scheduler = build_or_fail(spec);
+    auto scheduler = build_or_fail(one_fq_leaf(10, 1u << 20, 16));
     ASSERT_NE(scheduler, nullptr);
     std::vector<Packet> fat;
     for (uint64_t id = 0; id < 10; ++id) fat.push_back(make_packet(0, 1000, 1, id));
@@ -276,10 +281,7 @@ TEST(FqOverflow, PushesOutTheFattestFlowsHead) {
 // A byte limit met by a larger arrival takes several head packets of the fattest flow, as long
 // as the drop array has room (one entry per arrival of the call); else the arrival is dropped.
 TEST(FqOverflow, ByteLimitTakesSeveralPacketsWithinTheDropArray) {
-    TreeSpec spec;
-    spec.nodes.push_back(make_leaf("q", NodeKind::fq, "", 1000, 10000));
-    spec.nodes.back().fq_buckets = 16;
-    auto scheduler = build_or_fail(spec);
+    auto scheduler = build_or_fail(one_fq_leaf(1000, 10000, 16));
     ASSERT_NE(scheduler, nullptr);
     std::vector<Packet> fat;
     for (uint64_t id = 0; id < 8; ++id) fat.push_back(make_packet(0, 1000, 1, id));
@@ -313,10 +315,7 @@ TEST(FqOverflow, ByteLimitTakesSeveralPacketsWithinTheDropArray) {
 // nothing, whatever the others send. With a shared tail drop the flows that fill the limit take
 // the link: 3000 to 10500 packets here instead of 3187.
 TEST(FqOverflow, OverloadedLeafSharesFairlyAndSparseFlowsLoseNothing) {
-    TreeSpec spec;
-    spec.nodes.push_back(make_leaf("q", NodeKind::fq, "", 200, 1u << 30));
-    spec.nodes.back().fq_buckets = 64;
-    auto scheduler = build_or_fail(spec);
+    auto scheduler = build_or_fail(one_fq_leaf(200, 1u << 30, 64));
     ASSERT_NE(scheduler, nullptr);
     constexpr uint32_t kFlows = 10;
     std::array<uint64_t, kFlows> sent{}, delivered{}, lost{};
