@@ -40,4 +40,29 @@ void QueueCounters::add(const QueueCounters& other) {
     }
 }
 
+QueueCounters LiveQueueCounters::read() const {
+    QueueCounters c;
+    c.packets_in = packets_in.read();
+    c.bytes_in = bytes_in.read();
+    c.packets_out = packets_out.read();
+    c.bytes_out = bytes_out.read();
+    for (uint32_t i = 0; i < kDropReasonCount; ++i) {
+        c.drop_packets[i] = drop_packets[i].read();
+        c.drop_bytes[i] = drop_bytes[i].read();
+    }
+    c.ecn_marked_red = ecn_marked_red.read();
+    c.ecn_marked_codel = ecn_marked_codel.read();
+    c.depth_packets = depth_packets.read();
+    c.depth_bytes = depth_bytes.read();
+    c.migrated_out_packets = migrated_out_packets.read();
+    c.sojourn_last_ns = sojourn_last_ns.read();
+    c.sojourn_max_ns = sojourn_max_ns.read();
+    c.sojourn_sum_ns = sojourn_sum_ns.read();
+    for (uint32_t i = 0; i < kSojournHistogramBuckets; ++i)
+        c.sojourn_log2_histogram[i] = sojourn_log2_histogram[i].read();
+    return c;
+}
+
+void LiveQueueCounters::reset() { *this = LiveQueueCounters{}; }
+
 }  // namespace twinlane::sched

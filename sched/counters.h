@@ -1,15 +1,17 @@
 // Per-leaf and per-node counters, and the reasons a packet can be dropped.
 //
-// Leaves count on the hot path (plain increments, single writer); inner nodes' counters are
-// summed from their leaves when read (Scheduler::node_counters), so enqueue/dequeue touch only
-// the leaf's block. Units: packets, bytes, nanoseconds. Thread-safety: read them from the
-// owning lcore, or accept torn reads of individual 64-bit values from elsewhere.
+// Leaves count on the hot path (LiveQueueCounters: one writer, relaxed atomics, so another
+// thread may read them while the owning lcore runs); inner nodes' counters are summed from their
+// leaves when read (Scheduler::node_counters), so enqueue/dequeue touch only the leaf's block.
+// QueueCounters is the plain value a read returns. Units: packets, bytes, nanoseconds. Read from
+// another thread, each value is whole; a set of them is not one snapshot while traffic flows.
 #pragma once
 
 #include <array>
 #include <cstdint>
 
 #include "sched/packet.h"
+#include "sched/relaxed_counter.h"
 
 namespace twinlane::sched {
 
@@ -60,6 +62,24 @@ struct QueueCounters {
     uint64_t drops(DropReason reason) const { return drop_packets[static_cast<uint32_t>(reason)]; }
 
     void add(const QueueCounters& other);
+};
+
+// The owning lcore's side of QueueCounters.
+struct LiveQueueCounters {
+    RelaxedCounter packets_in, bytes_in, packets_out, bytes_out;
+    std::array<RelaxedCounter, kDropReasonCount> drop_packets, drop_bytes;
+    RelaxedCounter ecn_marked_red, ecn_marked_codel;
+    RelaxedCounter depth_packets, depth_bytes;  // published with every change of the leaf's depth
+    RelaxedCounter migrated_out_packets;
+    RelaxedCounter sojourn_last_ns, sojourn_max_ns, sojourn_sum_ns;
+    std::array<RelaxedCounter, kSojournHistogramBuckets> sojourn_log2_histogram;
+
+    void count_drop(DropReason reason, uint32_t length_bytes) {
+        drop_packets[static_cast<uint32_t>(reason)].add(1);
+        drop_bytes[static_cast<uint32_t>(reason)].add(length_bytes);
+    }
+    QueueCounters read() const;
+    void reset();
 };
 
 }  // namespace twinlane::sched

@@ -35,9 +35,7 @@ public:
     bool drop(const Packet& packet) {
         if (sink_.count == sink_.capacity) return false;
         sink_.entries[sink_.count++] = DroppedPacket{packet, DropReason::codel};
-        const auto reason = static_cast<uint32_t>(DropReason::codel);
-        ++leaf_.counters.drop_packets[reason];
-        leaf_.counters.drop_bytes[reason] += packet.length_bytes;
+        leaf_.counters.count_drop(DropReason::codel, packet.length_bytes);
         return true;
     }
 
@@ -189,6 +187,7 @@ void Scheduler::reset_queues() {
         leaf.fresh_head = leaf.fresh_tail = leaf.old_head = leaf.old_tail = kInvalid;
         leaf.packets = 0;
         leaf.bytes = 0;
+        publish_depth(leaf);
     }
     std::fill(flows_.begin(), flows_.end(), Flow{});
     std::fill(codel_states_.begin(), codel_states_.end(), CodelState{});
@@ -304,6 +303,7 @@ struct Scheduler::FlowAppend {
     leaf.bytes += packet.length_bytes;
     ++queued_packets_;
     if (leaf.packets++ == 0) activate(leaf.node);
+    publish_depth(leaf);
 }
 
 // Packets a run of dequeue_burst took off one leaf's flow queues and has not yet taken off the
@@ -380,7 +380,6 @@ void Scheduler::push_out(Leaf& leaf, const Room& room, DroppedPacket* drops, uin
                          uint32_t& free) {
     Flow& flow = flows_[room.flow];
     constexpr DropReason reason = DropReason::fq_overflow;
-    constexpr auto reason_index = static_cast<uint32_t>(reason);
     for (uint32_t k = 0; k < room.drops; ++k) {
         const uint32_t slot = flow.head;
         const Packet& packet = slots_[slot];
@@ -388,8 +387,7 @@ void Scheduler::push_out(Leaf& leaf, const Room& room, DroppedPacket* drops, uin
         if (flow.head == kInvalid) flow.tail = kInvalid;
         --flow.packets;
         flow.bytes -= packet.length_bytes;
-        ++leaf.counters.drop_packets[reason_index];
-        leaf.counters.drop_bytes[reason_index] += packet.length_bytes;
+        leaf.counters.count_drop(reason, packet.length_bytes);
         drops[dropped++] = DroppedPacket{packet, reason};
         free_slots_[free++] = slot;
     }
@@ -399,6 +397,7 @@ void Scheduler::push_out(Leaf& leaf, const Room& room, DroppedPacket* drops, uin
 [[gnu::always_inline]] inline void Scheduler::settle_departures(Leaf& leaf, Departures& taken) {
     leaf.packets -= taken.packets;
     leaf.bytes -= taken.bytes;
+    publish_depth(leaf);
     queued_packets_ -= taken.packets;
     pool_free_count_ += taken.packets;
     taken = Departures{};
@@ -682,10 +681,8 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
         const Leaf& leaf = leaves_[packets[i].leaf];
         __builtin_prefetch(&flows_[leaf.first_flow + (packets[i].flow_hash & leaf.flow_mask)]);
     }
-    auto drop = [&](QueueCounters& charged, const Packet& packet, DropReason reason) {
-        const auto reason_index = static_cast<uint32_t>(reason);
-        ++charged.drop_packets[reason_index];
-        charged.drop_bytes[reason_index] += packet.length_bytes;
+    auto drop = [&](LiveQueueCounters& charged, const Packet& packet, DropReason reason) {
+        charged.count_drop(reason, packet.length_bytes);
         drops[dropped++] = DroppedPacket{packet, reason};
     };
     for (uint32_t i = 0; i < count;) {
@@ -706,7 +703,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
                               DropReason& reason) __attribute__((always_inline)) {
             if (!leaf.red.enabled || !red_signal(leaf.red, depth_bytes, rng_)) return true;
             if (mark_ce(packet)) {
-                ++leaf.counters.ecn_marked_red;
+                leaf.counters.ecn_marked_red.add(1);
                 return true;
             }
             if (!leaf.red.drop_non_ect) return true;
@@ -759,10 +756,11 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
         append.flush(flows_);
         leaf.packets = depth;
         leaf.bytes = depth_bytes;
+        publish_depth(leaf);
         pool_free_count_ = free;
         queued_packets_ += run_in;
-        leaf.counters.packets_in += run_in;
-        leaf.counters.bytes_in += run_in_bytes;
+        leaf.counters.packets_in.add(run_in);
+        leaf.counters.bytes_in.add(run_in_bytes);
     }
     return count - dropped;
 }
@@ -773,7 +771,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
     if (!leaf.codel.enabled) return pop_flow(flow, out, taken);
     CodelQueue queue(*this, leaf, flow, sink, taken);
     const CodelVerdict verdict = codel_dequeue(codel_states_[flow], leaf.codel, queue, now_ns, out);
-    if (verdict.marked) ++leaf.counters.ecn_marked_codel;
+    if (verdict.marked) leaf.counters.ecn_marked_codel.add(1);
     return verdict.has_packet;
 }
 
@@ -828,21 +826,21 @@ struct Scheduler::DepartureTally {
     uint32_t bucket = 0;
     uint32_t bucket_packets = 0;
 
-    [[gnu::always_inline]] void add(QueueCounters& counters, uint64_t sojourn_ns) {
+    [[gnu::always_inline]] void add(LiveQueueCounters& counters, uint64_t sojourn_ns) {
         sum_ns += sojourn_ns;
         max_ns = std::max(max_ns, sojourn_ns);
         const uint32_t b = histogram_bucket(sojourn_ns);
         if (b != bucket) {
-            counters.sojourn_log2_histogram[bucket] += bucket_packets;
+            counters.sojourn_log2_histogram[bucket].add(bucket_packets);
             bucket = b;
             bucket_packets = 0;
         }
         ++bucket_packets;
     }
-    void flush(QueueCounters& counters) const {
-        counters.sojourn_log2_histogram[bucket] += bucket_packets;
-        counters.sojourn_sum_ns += sum_ns;
-        counters.sojourn_max_ns = std::max(counters.sojourn_max_ns, max_ns);
+    void flush(LiveQueueCounters& counters) const {
+        counters.sojourn_log2_histogram[bucket].add(bucket_packets);
+        counters.sojourn_sum_ns.add(sum_ns);
+        counters.sojourn_max_ns.raise_to(max_ns);
     }
 };
 
@@ -924,10 +922,10 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
             }
         }
         if (sent != run_start) {
-            QueueCounters& counters = leaf.counters;
-            counters.packets_out += sent - run_start;
-            counters.bytes_out += run_bytes;
-            counters.sojourn_last_ns = now_ns - out[sent - 1].arrival_ns;
+            LiveQueueCounters& counters = leaf.counters;
+            counters.packets_out.add(sent - run_start);
+            counters.bytes_out.add(run_bytes);
+            counters.sojourn_last_ns.set(now_ns - out[sent - 1].arrival_ns);
             tally.flush(counters);
             if (run_bytes != run_charged) charge_path(leaf_node, run_bytes - run_charged);
         }
@@ -1021,9 +1019,9 @@ std::optional<ValidationError> Scheduler::migrate_from(Scheduler& old_tree) {
                 Packet packet = old_tree.slots_[slot];
                 packet.leaf = destination[l];  // the descriptor names the leaf it is queued in
                 insert(to, packet, packet.arrival_ns);
-                ++to.counters.packets_in;
-                to.counters.bytes_in += packet.length_bytes;
-                ++from.counters.migrated_out_packets;
+                to.counters.packets_in.add(1);
+                to.counters.bytes_in.add(packet.length_bytes);
+                from.counters.migrated_out_packets.add(1);
             }
         }
     }
@@ -1074,7 +1072,8 @@ uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
     bucket.bytes -= bytes;
     source.packets -= packets;
     source.bytes -= bytes;
-    source.counters.migrated_out_packets += packets;
+    source.counters.migrated_out_packets.add(packets);
+    publish_depth(source);
     if (source.packets == 0) deactivate(source.node);
 
     FlowAppend append;
@@ -1087,11 +1086,12 @@ uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
         slot = next;
     }
     append.flush(flows_);
-    target.counters.packets_in += packets;
-    target.counters.bytes_in += bytes;
+    target.counters.packets_in.add(packets);
+    target.counters.bytes_in.add(bytes);
     target.bytes += bytes;
     const bool was_idle = target.packets == 0;
     target.packets += packets;
+    publish_depth(target);
     if (was_idle) activate(target.node);
     return packets;
 }
@@ -1116,10 +1116,7 @@ const std::string& Scheduler::leaf_name(uint16_t leaf) const {
 }
 
 QueueCounters Scheduler::leaf_counters(uint16_t leaf) const {
-    QueueCounters counters = leaves_[leaf].counters;
-    counters.depth_packets = leaves_[leaf].packets;
-    counters.depth_bytes = leaves_[leaf].bytes;
-    return counters;
+    return leaves_[leaf].counters.read();
 }
 
 QueueCounters Scheduler::node_counters(uint32_t node) const {
@@ -1132,7 +1129,7 @@ QueueCounters Scheduler::node_counters(uint32_t node) const {
             }
         }
     }
-    if (node == root_) total.add(port_drops_);
+    if (node == root_) total.add(port_drops_.read());
     return total;
 }
 

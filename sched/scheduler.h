@@ -18,7 +18,8 @@
 // up to `drop_capacity` (when full, CoDel delivers instead of dropping).
 //
 // Thread-safety: single writer. One lcore owns the scheduler; apply()/migrate_from() run on that
-// lcore between bursts. Counters may be read from elsewhere with torn-read tolerance.
+// lcore between bursts. leaf_counters()/node_counters() may be called from any thread while it
+// runs (relaxed atomics: each value whole, race-free); everything else belongs to the owner.
 #pragma once
 
 #include <cstdint>
@@ -184,7 +185,7 @@ private:
         bool sparse_first = true;
         CodelParams codel;
         RedParams red;
-        QueueCounters counters;
+        LiveQueueCounters counters;
     };
 
     struct DropSink {
@@ -221,6 +222,11 @@ private:
     void push_out(Leaf& leaf, const Room& room, DroppedPacket* drops, uint32_t& dropped,
                   uint32_t& free);
     void settle_departures(Leaf& leaf, Departures& taken);
+    // For readers on other threads: the leaf's depth, after every change of it.
+    static void publish_depth(Leaf& leaf) {
+        leaf.counters.depth_packets.set(leaf.packets);
+        leaf.counters.depth_bytes.set(leaf.bytes);
+    }
     void push_flow_list(Leaf& leaf, FlowList list, uint32_t flow);
     uint32_t pop_flow_list(Leaf& leaf, FlowList list);
     void rotate_active(Node& parent);
@@ -257,7 +263,7 @@ private:
     uint32_t root_ = 0;
     uint32_t max_packet_bytes_ = 0;
     DeterministicRng rng_;
-    QueueCounters port_drops_;  // unknown-leaf and oversize drops (no leaf to charge)
+    LiveQueueCounters port_drops_;  // unknown-leaf and oversize drops (no leaf to charge)
 };
 
 }  // namespace twinlane::sched

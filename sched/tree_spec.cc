@@ -173,7 +173,7 @@ std::optional<ValidationError> validate(const TreeSpec& spec) {
     }
 
     if (leaf_count > 65535) return error("", "nodes", "more than 65535 leaves");
-    if (total_limit_packets > (1u << 28) || spec.pool_packets > (1u << 28)) {
+    if (total_limit_packets > kMaxPoolPackets || spec.pool_packets > kMaxPoolPackets) {
         return error("", "pool_packets", "pool larger than 2^28 packets");
     }
     if (!spec.default_leaf.empty()) {

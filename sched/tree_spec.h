@@ -84,6 +84,7 @@ inline constexpr uint32_t kMaxFqBuckets = 1u << 20;
 inline constexpr uint32_t kMaxBurstBytes = 1u << 28;
 inline constexpr uint64_t kMaxRateBitsPerSec = 10'000'000'000'000ull;  // 10 Tb/s
 inline constexpr uint32_t kMaxWeight = 1u << 16;
+inline constexpr uint32_t kMaxPoolPackets = 1u << 28;  // descriptors of one tree
 
 struct ValidationError {
     std::string node;   // offending node's name (empty for tree-wide fields)
