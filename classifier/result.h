@@ -65,4 +65,7 @@ struct Result {
     uint32_t previous_job = 0;
 };
 
+// Whether the packet's DSCP is to be rewritten (a rule's remark action; IP packets only).
+inline bool wants_remark(const Result& r) { return r.remark_dscp != kNoRemark && r.ip_version != 0; }
+
 }  // namespace twinlane::classifier

@@ -7,9 +7,10 @@
 #include <exception>
 #include <span>
 
-#include "control/policy_document.h"
+#include "conf/load_policy.h"
+#include "conf/policy_document.h"
 #include "control/stats_json.h"
-#include "control/yaml_fields.h"
+#include "conf/yaml_fields.h"
 
 #ifndef TWINLANE_VERSION
 #error "TWINLANE_VERSION must be defined by the build"
@@ -27,10 +28,10 @@ constexpr size_t kMaxValueBytes = 256;
 // A rule is about 20 YAML nodes; rule text expanding (through aliases) to more is refused.
 constexpr size_t kMaxRuleNodes = 10'000;
 
-std::vector<std::string> error_lines(const std::vector<PolicyError>& errors, bool with_location) {
+std::vector<std::string> error_lines(const std::vector<conf::PolicyError>& errors, bool with_location) {
     std::vector<std::string> lines;
     lines.reserve(errors.size());
-    for (const PolicyError& error : errors) {
+    for (const conf::PolicyError& error : errors) {
         // A re-rendered document's line numbers mean nothing to the operator; the key path does.
         lines.push_back(with_location ? error.to_string() : error.key_path + ": " + error.reason);
     }
@@ -152,7 +153,7 @@ bool valid_text(std::string_view text) {
 PolicyStore::PolicyStore(std::vector<uint16_t> dpdk_port_ids)
     : dpdk_port_ids_(std::move(dpdk_port_ids)) {}
 
-PolicyStore::CreateResult PolicyStore::create(std::shared_ptr<const Policy> policy,
+PolicyStore::CreateResult PolicyStore::create(std::shared_ptr<const conf::Policy> policy,
                                               std::vector<uint16_t> dpdk_port_ids) {
     CreateResult result;
     if (!policy) {
@@ -170,8 +171,8 @@ PolicyStore::CreateResult PolicyStore::create(std::shared_ptr<const Policy> poli
     return result;
 }
 
-ApiResult PolicyStore::install(std::shared_ptr<const Policy> policy) {
-    auto compiled = std::make_shared<CompiledPolicy>(compile_policy(*policy, dpdk_port_ids_));
+ApiResult PolicyStore::install(std::shared_ptr<const conf::Policy> policy) {
+    auto compiled = std::make_shared<conf::CompiledPolicy>(conf::compile_policy(*policy, dpdk_port_ids_));
     if (!compiled->ok()) {
         return ApiResult::failure("the policy does not compile", compiled->errors);
     }
@@ -193,7 +194,7 @@ ApiResult PolicyStore::install(std::shared_ptr<const Policy> policy) {
 }
 
 ApiResult PolicyStore::install_document(const json& document, const std::string& source) {
-    PolicyResult parsed = parse_policy(render_yaml(document), source);
+    conf::PolicyResult parsed = conf::parse_policy(conf::render_yaml(document), source);
     if (!parsed.ok()) {
         return ApiResult::failure("the change makes the policy invalid; nothing was changed",
                                   error_lines(parsed.errors, false));
@@ -203,10 +204,10 @@ ApiResult PolicyStore::install_document(const json& document, const std::string&
 
 ApiResult PolicyStore::status() {
     const auto version = current();
-    const Policy& policy = *version->policy;
+    const conf::Policy& policy = *version->policy;
     json ports = json::array();
     for (size_t i = 0; i < policy.ports.size(); ++i) {
-        const PortPolicy& port = policy.ports[i];
+        const conf::PortPolicy& port = policy.ports[i];
         ports.push_back({{"name", port.name},
                          {"port_id", i < dpdk_port_ids_.size() ? dpdk_port_ids_[i] : i},
                          {"device", port.device},
@@ -216,24 +217,24 @@ ApiResult PolicyStore::status() {
     }
     json lcores = json::array();
     switch (policy.lcores.mode) {
-    case LcorePolicy::Mode::automatic:
+    case conf::LcorePolicy::Mode::automatic:
         break;
-    case LcorePolicy::Mode::run_to_completion:
+    case conf::LcorePolicy::Mode::run_to_completion:
         lcores.push_back({{"lcore", policy.lcores.single_lcore},
                           {"role", "run_to_completion"},
                           {"ports", json::array()}});
         break;
-    case LcorePolicy::Mode::explicit_roles:
-        for (const RxLcore& rx : policy.lcores.rx) {
+    case conf::LcorePolicy::Mode::explicit_roles:
+        for (const conf::RxLcore& rx : policy.lcores.rx) {
             json names = json::array();
-            for (const RxQueueRef& ref : rx.queues) {
+            for (const conf::RxQueueRef& ref : rx.queues) {
                 const std::string& name = policy.ports[ref.port].name;
                 if (std::find(names.begin(), names.end(), name) == names.end())
                     names.push_back(name);
             }
             lcores.push_back({{"lcore", rx.lcore}, {"role", "rx"}, {"ports", std::move(names)}});
         }
-        for (const SchedulerLcore& sched : policy.lcores.scheduler) {
+        for (const conf::SchedulerLcore& sched : policy.lcores.scheduler) {
             json names = json::array();
             for (size_t port : sched.egress_ports) names.push_back(policy.ports[port].name);
             lcores.push_back(
@@ -254,7 +255,7 @@ ApiResult PolicyStore::status() {
 
 ApiResult PolicyStore::stats(StatsScope scope) {
     const auto version = current();
-    const Policy& policy = *version->policy;
+    const conf::Policy& policy = *version->policy;
     const NodeCountersReader zero_nodes = [](size_t, const std::string&) {
         return sched::QueueCounters{};
     };
@@ -293,8 +294,8 @@ ApiResult PolicyStore::flows_top(size_t count) {
 ApiResult PolicyStore::rules_list() {
     const auto version = current();
     json rules = json::array();
-    for (const ClassifierRule& rule : version->policy->classifier.rules) {
-        rules.push_back(rule_document(*version->policy, rule));
+    for (const conf::ClassifierRule& rule : version->policy->classifier.rules) {
+        rules.push_back(conf::rule_document(*version->policy, rule));
     }
     return ApiResult::success(std::move(rules));
 }
@@ -304,7 +305,7 @@ ApiResult PolicyStore::rules_add(std::string_view rule_text) {
     try {
         const std::string yaml(rule_text);
         // Checked before yaml_to_json expands it on the control thread: nested aliases.
-        const YamlExtent extent = measure_yaml(yaml, kMaxRuleNodes);
+        const conf::YamlExtent extent = conf::measure_yaml(yaml, kMaxRuleNodes);
         if (extent.too_many_nodes) {
             return ApiResult::failure("the rule expands to more than " +
                                       std::to_string(kMaxRuleNodes) +
@@ -328,12 +329,12 @@ ApiResult PolicyStore::rules_add(std::string_view rule_text) {
     const std::string name = rule["name"].get<std::string>();
     std::lock_guard lock(change_mutex_);
     const auto version = current();
-    for (const ClassifierRule& existing : version->policy->classifier.rules) {
+    for (const conf::ClassifierRule& existing : version->policy->classifier.rules) {
         if (existing.name == name) {
             return ApiResult::failure("a rule named '" + name + "' already exists");
         }
     }
-    json document = policy_document(*version->policy);
+    json document = conf::policy_document(*version->policy);
     document["classifier"]["rules"].push_back(std::move(rule));
     return install_document(document, version->policy->source);
 }
@@ -341,7 +342,7 @@ ApiResult PolicyStore::rules_add(std::string_view rule_text) {
 ApiResult PolicyStore::rules_delete(std::string_view rule_name) {
     std::lock_guard lock(change_mutex_);
     const auto version = current();
-    json document = policy_document(*version->policy);
+    json document = conf::policy_document(*version->policy);
     json& rules = document["classifier"]["rules"];
     for (auto it = rules.begin(); it != rules.end(); ++it) {
         if ((*it)["name"] == rule_name) {
@@ -362,7 +363,7 @@ ApiResult PolicyStore::class_set(std::string_view class_name, std::string_view k
     if (!version->policy->find_class(class_name)) {
         return ApiResult::failure("no class named '" + std::string(class_name) + "'");
     }
-    json document = policy_document(*version->policy);
+    json document = conf::policy_document(*version->policy);
     std::vector<json*> nodes;
     for (json& port : document["ports"]) {
         if (port.contains("scheduler")) {
@@ -382,7 +383,7 @@ ApiResult PolicyStore::class_set(std::string_view class_name, std::string_view k
 
 ApiResult PolicyStore::policy_load(const std::string& path) {
     if (path.empty() || path.size() > 4096) return ApiResult::failure("bad policy path");
-    PolicyResult loaded = load_policy(path);
+    conf::PolicyResult loaded = conf::load_policy(path);
     if (!loaded.ok()) {
         return ApiResult::failure("policy " + path + " is invalid; the running policy is unchanged",
                                   error_lines(loaded.errors, true));
@@ -393,7 +394,7 @@ ApiResult PolicyStore::policy_load(const std::string& path) {
 
 ApiResult PolicyStore::policy_show() {
     const auto version = current();
-    json document = policy_document(*version->policy);
+    json document = conf::policy_document(*version->policy);
     return ApiResult::success({{"policy_source", version->policy->source},
                                {"policy_epoch", version->epoch},
                                {"document", std::move(document)}});

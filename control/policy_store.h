@@ -27,15 +27,15 @@
 #include <string>
 #include <vector>
 
-#include "control/compile.h"
+#include "conf/compile.h"
 #include "control/daemon_api.h"
-#include "control/policy.h"
+#include "conf/policy.h"
 
 namespace twinlane::control {
 
 struct PolicyVersion {
-    std::shared_ptr<const Policy> policy;
-    std::shared_ptr<const CompiledPolicy> compiled;
+    std::shared_ptr<const conf::Policy> policy;
+    std::shared_ptr<const conf::CompiledPolicy> compiled;
     uint64_t epoch = 0;  // 1 for the first version, +1 per published change
 };
 
@@ -47,7 +47,7 @@ public:
     };
     // `policy` must be validated (load_policy); it is compiled here. `dpdk_port_ids` as in
     // compile_policy().
-    static CreateResult create(std::shared_ptr<const Policy> policy,
+    static CreateResult create(std::shared_ptr<const conf::Policy> policy,
                                std::vector<uint16_t> dpdk_port_ids = {});
 
     std::shared_ptr<const PolicyVersion> current() const { return current_.load(); }
@@ -73,7 +73,7 @@ protected:
 
     // For a subclass's factory: compiles and publishes the first version (the hook below is
     // not called for it). Success or the compile errors, as create() reports them.
-    ApiResult install_first(std::shared_ptr<const Policy> policy) {
+    ApiResult install_first(std::shared_ptr<const conf::Policy> policy) {
         return install(std::move(policy));
     }
 
@@ -90,7 +90,7 @@ protected:
 
 private:
     // Compiles and publishes; returns the error result, or success with the new epoch.
-    ApiResult install(std::shared_ptr<const Policy> policy);
+    ApiResult install(std::shared_ptr<const conf::Policy> policy);
     // Re-parses an edited document as a change of the running policy (keeps its source name).
     ApiResult install_document(const nlohmann::json& document, const std::string& source);
 

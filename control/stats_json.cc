@@ -15,7 +15,7 @@ using nlohmann::json;
 
 constexpr std::array<const char*, 4> kKindNames{"strict", "drr", "fq", "fifo"};
 
-void add_node_stats(const Policy& policy, size_t egress_index, const TreeNode& node,
+void add_node_stats(const conf::Policy& policy, size_t egress_index, const conf::TreeNode& node,
                     const std::string& parent, const NodeCountersReader& read_node, json& out) {
     json entry = {{"port", policy.ports[policy.egress_trees[egress_index].port].name},
                   {"node", node.name},
@@ -26,15 +26,15 @@ void add_node_stats(const Policy& policy, size_t egress_index, const TreeNode& n
                   {"counters", queue_counters_to_json(read_node(egress_index, node.name))}};
     if (node.class_index) entry["class"] = policy.classes[*node.class_index].name;
     out.push_back(std::move(entry));
-    for (const TreeNode& child : node.children) {
+    for (const conf::TreeNode& child : node.children) {
         add_node_stats(policy, egress_index, child, node.name, read_node, out);
     }
 }
 
-const TreeNode* find_class_entry(const TreeNode& node, size_t class_index) {
+const conf::TreeNode* find_class_entry(const conf::TreeNode& node, size_t class_index) {
     if (node.class_index == class_index) return &node;
-    for (const TreeNode& child : node.children) {
-        if (const TreeNode* found = find_class_entry(child, class_index)) return found;
+    for (const conf::TreeNode& child : node.children) {
+        if (const conf::TreeNode* found = find_class_entry(child, class_index)) return found;
     }
     return nullptr;
 }
@@ -85,7 +85,7 @@ json queue_counters_to_json(const sched::QueueCounters& counters) {
             {"sojourn_log2_histogram", counters.sojourn_log2_histogram}};
 }
 
-json queue_stats_json(const Policy& policy, const NodeCountersReader& read_node) {
+json queue_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node) {
     json out = json::array();
     for (size_t i = 0; i < policy.egress_trees.size(); ++i) {
         add_node_stats(policy, i, policy.egress_trees[i].root, "", read_node, out);
@@ -93,13 +93,13 @@ json queue_stats_json(const Policy& policy, const NodeCountersReader& read_node)
     return out;
 }
 
-json class_stats_json(const Policy& policy, const NodeCountersReader& read_node,
+json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node,
                       const ClassifiedCountersReader& read_classified) {
     json out = json::array();
     for (size_t cls = 0; cls < policy.classes.size(); ++cls) {
         sched::QueueCounters queue;
         for (size_t i = 0; i < policy.egress_trees.size(); ++i) {
-            if (const TreeNode* entry = find_class_entry(policy.egress_trees[i].root, cls)) {
+            if (const conf::TreeNode* entry = find_class_entry(policy.egress_trees[i].root, cls)) {
                 queue.add(read_node(i, entry->name));
             }
         }
@@ -114,7 +114,7 @@ json class_stats_json(const Policy& policy, const NodeCountersReader& read_node,
     return out;
 }
 
-json flows_top_json(const Policy& policy, std::span<const classifier::FlowTable* const> tables,
+json flows_top_json(const conf::Policy& policy, std::span<const classifier::FlowTable* const> tables,
                     size_t count) {
     // A min-heap of the `count` largest keeps this O(flows log count) with bounded memory.
     auto smaller_bytes = [](const classifier::FlowRecord& a, const classifier::FlowRecord& b) {

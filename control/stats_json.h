@@ -17,7 +17,7 @@
 
 #include "classifier/classifier.h"
 #include "classifier/flow_table.h"
-#include "control/policy.h"
+#include "conf/policy.h"
 #include "sched/counters.h"
 
 namespace twinlane::control {
@@ -35,13 +35,13 @@ using ClassifiedCountersReader = std::function<classifier::ClassCounters(size_t 
 nlohmann::json queue_counters_to_json(const sched::QueueCounters& counters);
 
 // stats(queues): every node of every egress tree, pre-order.
-nlohmann::json queue_stats_json(const Policy& policy, const NodeCountersReader& read_node);
+nlohmann::json queue_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node);
 // stats(classes): per class, classifier counters plus its entry nodes' counters summed over
 // the egress ports.
-nlohmann::json class_stats_json(const Policy& policy, const NodeCountersReader& read_node,
+nlohmann::json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node,
                                 const ClassifiedCountersReader& read_classified);
 // flows_top(n): the `count` largest flows by bytes over the given tables.
-nlohmann::json flows_top_json(const Policy& policy,
+nlohmann::json flows_top_json(const conf::Policy& policy,
                               std::span<const classifier::FlowTable* const> tables, size_t count);
 
 }  // namespace twinlane::control

@@ -16,9 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "control/control_client.h"
-#include "control/policy_document.h"
+#include "conf/policy_document.h"
 #include "control/protocol.h"
-#include "control/units.h"
+#include "conf/units.h"
 
 namespace twinlane::control {
 namespace {
@@ -301,7 +301,7 @@ private:
 };
 
 std::optional<std::chrono::nanoseconds> parse_interval(const std::string& text) {
-    auto ns = parse_duration_ns(text);
+    auto ns = conf::parse_duration_ns(text);
     if (!ns) return std::nullopt;
     return std::chrono::nanoseconds(*ns);
 }
@@ -451,7 +451,7 @@ int run_twinlanectl(int argc, const char* const* argv, std::ostream& out, std::o
                 } else {
                     out << "# running policy from " << str(*result, "policy_source") << ", epoch "
                         << u64(*result, "policy_epoch") << "\n"
-                        << render_yaml(document);
+                        << conf::render_yaml(document);
                 }
             }
         } else if (log_level->parsed()) {

@@ -25,17 +25,6 @@ std::map<std::string, uint32_t> node_ids_of(const sched::TreeSpec& tree) {
     return ids;
 }
 
-// A new tree's pool: its leaves' limits, but never smaller than the running tree's, so that
-// migrate_from always finds room for whatever is queued.
-uint32_t pool_for(const sched::TreeSpec& tree, uint32_t running_pool) {
-    uint64_t sum = 0;
-    for (const sched::NodeSpec& node : tree.nodes)
-        if (node.kind == sched::NodeKind::fifo || node.kind == sched::NodeKind::fq)
-            sum += node.limit_packets;
-    return static_cast<uint32_t>(
-        std::min<uint64_t>(std::max<uint64_t>(sum, running_pool), uint64_t{1} << 28));
-}
-
 const char* node_kind(sched::NodeKind kind) {
     return sched::to_string(kind);
 }
@@ -49,7 +38,7 @@ DaemonControl::DaemonControl(std::vector<uint16_t> dpdk_port_ids, DaemonPipeline
       options_(options),
       rates_(pipeline_.dpdk_ports.size()) {}
 
-DaemonControl::CreateResult DaemonControl::create(std::shared_ptr<const control::Policy> policy,
+DaemonControl::CreateResult DaemonControl::create(std::shared_ptr<const conf::Policy> policy,
                                                   DaemonPipeline pipeline,
                                                   DaemonControlOptions options) {
     CreateResult result;
@@ -187,67 +176,15 @@ std::optional<ApiResult> DaemonControl::before_publish(const control::PolicyVers
         return ApiResult::failure("no change can be applied: " + wedged_ + "; restart the daemon");
     if (stop_requested()) return ApiResult::failure("the daemon is stopping; nothing was changed");
 
-    const control::Policy& policy = *candidate.policy;
-    std::vector<std::string> restart = restart_only_changes(
-        *running.policy, policy, running.compiled->classifier, candidate.compiled->classifier);
-    if (!restart.empty()) {
-        return ApiResult::failure(
-            "the new policy changes what only a restart can change (ports, forwarding, lcores, "
-            "classes, classifier heuristics and flow table); the running policy is unchanged",
-            std::move(restart));
-    }
-
-    // Plan every egress tree and build what is new before touching any lcore.
-    struct Step {
-        size_t egress = 0;
-        EgressChange change = EgressChange::none;
-        std::unique_ptr<SchedulerUpdate> request = std::make_unique<SchedulerUpdate>();
-        sched::Scheduler* new_tree = nullptr;
-        control::CompiledEgress compiled;  // what the egress runs afterwards
-    };
-    std::vector<std::string> class_names;
-    for (const control::ClassPolicy& cls : policy.classes)
-        class_names.push_back(cls.name);
-    std::vector<Step> steps;
-    std::vector<std::string> refusals;
-    for (size_t e = 0; e < live_.size(); ++e) {
-        const LiveEgress& live = live_[e];  // written only under the change mutex (here)
-        const std::string& port = policy.ports[candidate.compiled->egress[e].port].name;
-        const EgressPlan plan =
-            plan_egress_change(live.compiled, candidate.compiled->egress[e], class_names);
-        if (!plan.refusal.empty()) {
-            refusals.push_back("port '" + port + "': " + plan.refusal);
-            continue;
-        }
-        if (plan.change == EgressChange::none) continue;
-        Step step;
-        step.egress = e;
-        step.change = plan.change;
-        step.compiled = candidate.compiled->egress[e];
-        if (plan.change == EgressChange::apply) {
-            step.compiled.tree.pool_packets = live.compiled.tree.pool_packets;
-            step.request->params = step.compiled.tree;
-        } else {
-            step.compiled.tree.pool_packets =
-                pool_for(step.compiled.tree, live.compiled.tree.pool_packets);
-            sched::Scheduler::BuildResult built = sched::Scheduler::build(step.compiled.tree);
-            if (!built.scheduler) {
-                refusals.push_back("port '" + port + "': scheduler: " + built.error->to_string());
-                continue;
-            }
-            step.new_tree = built.scheduler.get();
-            step.request->replacement = std::move(built.scheduler);
-            step.request->mapping = step.compiled;
-        }
-        steps.push_back(std::move(step));
-    }
-    if (!refusals.empty()) {
-        return ApiResult::failure(
-            "the change cannot be applied while running; the running policy is unchanged",
-            std::move(refusals));
-    }
+    // Plan: decide and build everything before touching any lcore (live_ is written only here,
+    // under PolicyStore's change mutex).
+    std::vector<conf::CompiledEgress> now;
+    for (const LiveEgress& live : live_) now.push_back(live.compiled);
+    UpdatePlan plan = plan_update(*running.policy, running.compiled->classifier, now,
+                                  *candidate.policy, *candidate.compiled);
+    if (plan.refused()) return ApiResult::failure(plan.refusal, std::move(plan.details));
     std::unique_ptr<classifier::CompiledRuleTable> table;
-    if (!same_rules(*running.policy, policy)) {
+    if (plan.rules_change) {
         try {
             table = std::make_unique<classifier::CompiledRuleTable>(
                 classifier::CompiledRuleTable::build(candidate.compiled->classifier.rules,
@@ -257,64 +194,96 @@ std::optional<ApiResult> DaemonControl::before_publish(const control::PolicyVers
         }
     }
 
-    // Schedulers first, each by its owning lcore between bursts.
-    size_t applied = 0;
-    std::string failure;
-    for (Step& step : steps) {
-        failure = hand_over(step.egress, step.request);
-        if (!failure.empty()) break;
-        ++applied;
-    }
+    // Apply: schedulers first, each by its owning lcore between bursts, then the rules.
+    std::vector<std::unique_ptr<SchedulerUpdate>> requests;
+    const std::string failure = apply(plan, requests);
     if (!failure.empty()) {
-        // Put back, in reverse, what already changed: the lcores keep running the old policy.
-        for (size_t i = applied; i-- > 0;) {
-            Step& step = steps[i];
-            LiveEgress& live = live_[step.egress];
-            auto back = std::make_unique<SchedulerUpdate>();
-            if (step.change == EgressChange::apply) {
-                back->params = live.compiled.tree;
-            } else {
-                back->replacement = std::move(step.request->replacement);  // the old tree
-                back->mapping = std::move(step.request->mapping);          // and its mapping
-            }
-            const std::string problem = hand_over(step.egress, back);
-            if (!problem.empty()) {
-                if (wedged_.empty()) wedged_ = "undoing a failed change: " + problem;
-                spdlog::critical("policy epoch {}: {}", candidate.epoch, wedged_);
-                break;
-            }
-            if (step.change == EgressChange::rebuild && back && back->replacement) {
-                std::lock_guard lock(live_mutex_);
-                retire(live, step.compiled.tree, *back->replacement);  // the short-lived tree
-            }
-        }
+        roll_back(plan, requests, candidate.epoch);
         spdlog::warn("policy epoch {} refused: {}", candidate.epoch, failure);
         return ApiResult::failure("the change could not be applied: " + failure +
                                   "; the running policy is unchanged");
     }
     if (table) {
-        failure = hand_over_rules(*table);
-        if (!failure.empty()) {
+        const std::string problem = hand_over_rules(*table);
+        if (!problem.empty()) {
             // Some RX lcores may run the new rules: keep the table alive, accept no more changes.
             abandoned_tables_.push_back(std::move(table));
-            spdlog::critical("policy epoch {}: {}", candidate.epoch, failure);
-            return ApiResult::failure("the change was only partly applied: " + failure +
+            spdlog::critical("policy epoch {}: {}", candidate.epoch, problem);
+            return ApiResult::failure("the change was only partly applied: " + problem +
                                       "; restart the daemon");
         }
     }
+    finish(plan, requests, std::move(table), running, candidate, started);
+    return std::nullopt;
+}
 
-    // Every lcore runs the candidate: swap the bookkeeping, then free what was replaced.
+std::string DaemonControl::apply(UpdatePlan& plan,
+                                 std::vector<std::unique_ptr<SchedulerUpdate>>& requests) {
+    for (UpdateStep& step : plan.steps) {
+        auto request = std::make_unique<SchedulerUpdate>();
+        if (step.change == EgressChange::apply) {
+            request->params = step.compiled.tree;
+        } else {
+            request->replacement = std::move(step.new_tree);
+            request->leaves = step.compiled.leaves;
+        }
+        std::string failure = hand_over(step.egress, request);
+        if (!failure.empty()) {
+            // A rebuilt tree the lcore refused (or never took) comes back for the rollback.
+            if (request && request->replacement) step.new_tree = std::move(request->replacement);
+            return failure;
+        }
+        requests.push_back(std::move(request));
+    }
+    return "";
+}
+
+// Puts back, in reverse, what apply() changed: the lcores keep running the old policy. A
+// rebuilt step's request holds the old tree and leaf map the lcore handed back.
+void DaemonControl::roll_back(UpdatePlan& plan,
+                              std::vector<std::unique_ptr<SchedulerUpdate>>& requests,
+                              uint64_t epoch) {
+    for (size_t i = requests.size(); i-- > 0;) {
+        const UpdateStep& step = plan.steps[i];
+        LiveEgress& live = live_[step.egress];
+        auto back = std::make_unique<SchedulerUpdate>();
+        if (step.change == EgressChange::apply) {
+            back->params = live.compiled.tree;
+        } else {
+            back->replacement = std::move(requests[i]->replacement);  // the old tree
+            back->leaves = std::move(requests[i]->leaves);            // and its leaf map
+        }
+        const std::string problem = hand_over(step.egress, back);
+        if (!problem.empty()) {
+            if (wedged_.empty()) wedged_ = "undoing a failed change: " + problem;
+            spdlog::critical("policy epoch {}: {}", epoch, wedged_);
+            return;
+        }
+        if (step.change == EgressChange::rebuild && back && back->replacement) {
+            std::lock_guard lock(live_mutex_);
+            retire(live, step.compiled.tree, *back->replacement);  // the short-lived tree
+        }
+    }
+}
+
+// Every lcore runs the candidate: swap the bookkeeping, then free what was replaced.
+void DaemonControl::finish(UpdatePlan& plan,
+                           std::vector<std::unique_ptr<SchedulerUpdate>>& requests,
+                           std::unique_ptr<classifier::CompiledRuleTable> table,
+                           const control::PolicyVersion& running,
+                           const control::PolicyVersion& candidate, Clock::time_point started) {
     size_t rebuilt = 0;
     uint64_t migrated = 0;  // packets queued at the swap, moved into the new trees in order
     {
         std::lock_guard lock(live_mutex_);
-        for (Step& step : steps) {
+        for (size_t i = 0; i < plan.steps.size(); ++i) {
+            UpdateStep& step = plan.steps[i];
             LiveEgress& live = live_[step.egress];
             if (step.change == EgressChange::rebuild) {
-                sched::Scheduler& old_tree = *step.request->replacement;     // handed back
+                sched::Scheduler& old_tree = *requests[i]->replacement;       // handed back
                 migrated += old_tree.node_counters(0).migrated_out_packets;  // node 0: the root
                 retire(live, live.compiled.tree, old_tree);
-                live.scheduler = step.new_tree;
+                live.scheduler = pipeline_.egress[step.egress]->scheduler.get();
                 live.node_ids = node_ids_of(step.compiled.tree);
                 ++rebuilt;
             }
@@ -323,10 +292,11 @@ std::optional<ApiResult> DaemonControl::before_publish(const control::PolicyVers
         live_policy_ = candidate.policy;
         applied_epoch_.store(candidate.epoch, std::memory_order_release);
     }
-    steps.clear();  // frees the old trees and mappings the lcores handed back
+    requests.clear();  // frees the old trees and leaf maps the lcores handed back
     const bool rules_swapped = table != nullptr;
     if (table) rules_ = std::move(table);  // the previous table is no longer used by anyone
 
+    const conf::Policy& policy = *candidate.policy;
     if (policy.log_level != running.policy->log_level && !options_.explicit_log_level)
         spdlog::set_level(static_cast<spdlog::level::level_enum>(policy.log_level));
     if (policy.control.socket_path != running.policy->control.socket_path ||
@@ -341,9 +311,8 @@ std::optional<ApiResult> DaemonControl::before_publish(const control::PolicyVers
     spdlog::info(
         "policy epoch {} applied ({}): {} tree(s) rebuilt ({} queued packets migrated), "
         "{} updated in place, rules {} ({} us)",
-        candidate.epoch, policy.source, rebuilt, migrated, applied - rebuilt,
+        candidate.epoch, policy.source, rebuilt, migrated, plan.steps.size() - rebuilt,
         rules_swapped ? "swapped" : "unchanged", micros);
-    return std::nullopt;
 }
 
 // ---- live reads ------------------------------------------------------------------------------
@@ -397,7 +366,7 @@ ApiResult DaemonControl::stats(control::StatsScope scope) {
     try {
         const CounterSnapshot snap = counters();
         std::lock_guard lock(live_mutex_);
-        const control::Policy& policy = *live_policy_;
+        const conf::Policy& policy = *live_policy_;
         const control::NodeCountersReader read = [this](size_t e, const std::string& name) {
             return read_node(e, name);
         };

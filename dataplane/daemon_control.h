@@ -2,27 +2,27 @@
 //
 // Everything that is policy (rules, class set, policy load/show, log level) is PolicyStore's:
 // DaemonControl is a PolicyStore whose before_publish() hook turns each new version (epoch)
-// into lcore updates before it is published:
+// into lcore updates before it is published, as a two-phase commit:
 //
-//   candidate (parsed + compiled by PolicyStore, off the hot path)
-//     -> refuse if it changes what needs a restart (daemon_plan.h: ports, forwarding, lcores,
-//        classes, classifier settings other than rules) or would move a class to other leaves
-//     -> per egress tree: nothing, Scheduler::apply(TreeSpec) (same topology), or a freshly
-//        built Scheduler (pool at least the running one's, so migrate_from cannot run out of
-//        room) with its class -> leaf map; rule table: CompiledRuleTable::build
-//     -> post a SchedulerUpdate to each changed egress task's mailbox, wait for done(); then a
-//        ClassifierUpdate to every RX lcore's mailbox, wait for done() (the owning lcore
-//        applies it between bursts: queued packets migrate by leaf, in order, nothing dropped)
-//     -> on an lcore-side error, the egress trees already changed are changed back and the
-//        candidate is refused; otherwise the old trees (handed back in the requests) are freed,
-//        their counters kept as a retired base, and the previous rule table freed
-//     -> PolicyStore publishes the version: epoch() moves, policy show/rules list see it.
+//   plan      plan_update() (daemon_plan.h, pure): refuse what needs a restart (ports,
+//             forwarding, lcores, classes, classifier settings other than rules) or would move
+//             a class to other leaves; per egress tree nothing, Scheduler::apply(TreeSpec)
+//             (same topology) or a freshly built Scheduler with its leaf map; then the rule
+//             table (CompiledRuleTable::build)
+//   apply     post a SchedulerUpdate to each changed egress task's mailbox, wait for done();
+//             then a ClassifierUpdate to every RX lcore's (the owning lcore applies it between
+//             bursts: queued packets migrate by leaf, in order, nothing dropped)
+//   roll_back on an lcore-side error, the trees already changed are changed back in reverse
+//             and the candidate is refused
+//   finish    the old trees (handed back in the requests) are freed, their counters kept as a
+//             retired base, the previous rule table freed; PolicyStore then publishes the
+//             version: epoch() moves, policy show/rules list see it.
 // A refused change leaves the lcores and the published policy as they were.
 //
-// Live reads (status, stats, flows) are torn-tolerant reads from the control thread, never a
-// request to the lcores: per-lcore counter blocks (relaxed atomics), the schedulers' node
-// counters (plain 64-bit values, sched/counters.h allows torn reads) and the classifiers' flow
-// tables (fixed arrays; an entry being rewritten while read may show mixed fields). A mutex
+// Live reads (status, stats, flows) are reads from the control thread, never a request to the
+// lcores: per-lcore counter blocks and the schedulers' leaf counters (relaxed atomics, one
+// writer: each value whole, race-free; a set of them is not one snapshot) and the classifiers'
+// flow tables (fixed arrays; an entry being rewritten while read may show mixed fields). A mutex
 // (never taken by an lcore) keeps a tree alive while it is read and serialises it with the
 // swap bookkeeping. Scheduler counters restart with each new tree; the retired trees' totals
 // are added back by node name, so stats stay monotonic across topology changes.
@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "control/policy_store.h"
+#include "dataplane/daemon_plan.h"
 #include "dataplane/pipeline.h"
 
 namespace twinlane::dataplane {
@@ -73,7 +74,7 @@ class DaemonControl final : public control::PolicyStore {
         std::unique_ptr<DaemonControl> control;  // null on error
         std::vector<std::string> errors;
     };
-    static CreateResult create(std::shared_ptr<const control::Policy> policy,
+    static CreateResult create(std::shared_ptr<const conf::Policy> policy,
                                DaemonPipeline pipeline, DaemonControlOptions options);
     ~DaemonControl() override;
 
@@ -91,7 +92,7 @@ class DaemonControl final : public control::PolicyStore {
   private:
     struct LiveEgress {
         sched::Scheduler* scheduler = nullptr;  // owned by the EgressTask
-        control::CompiledEgress compiled;       // what it runs (pool_packets as built)
+        conf::CompiledEgress compiled;       // what it runs (pool_packets as built)
         std::map<std::string, uint32_t> node_ids;
         std::map<std::string, sched::QueueCounters> retired;  // by node name
     };
@@ -106,6 +107,15 @@ class DaemonControl final : public control::PolicyStore {
     sched::QueueCounters read_node(size_t egress, const std::string& name) const;  // mutex held
     // Adds the counters of `tree` (built from `spec`), now out of service, to live.retired.
     static void retire(LiveEgress& live, const sched::TreeSpec& spec, sched::Scheduler& tree);
+    using Clock = std::chrono::steady_clock;
+    // The commit's phases (see the top of this file); "" from apply() on success, else why.
+    std::string apply(UpdatePlan& plan, std::vector<std::unique_ptr<SchedulerUpdate>>& requests);
+    void roll_back(UpdatePlan& plan, std::vector<std::unique_ptr<SchedulerUpdate>>& requests,
+                   uint64_t epoch);
+    void finish(UpdatePlan& plan, std::vector<std::unique_ptr<SchedulerUpdate>>& requests,
+                std::unique_ptr<classifier::CompiledRuleTable> table,
+                const control::PolicyVersion& running, const control::PolicyVersion& candidate,
+                Clock::time_point started);
     // Posts `request` to egress `e`'s mailbox and waits for done(): "" on success, else why.
     // On a timeout the request is kept alive (the lcore may still read it) and wedged_ is set.
     std::string hand_over(size_t e, std::unique_ptr<SchedulerUpdate>& request);
@@ -118,7 +128,7 @@ class DaemonControl final : public control::PolicyStore {
 
     mutable std::mutex live_mutex_;  // live_, live_policy_; never taken by an lcore
     std::vector<LiveEgress> live_;
-    std::shared_ptr<const control::Policy> live_policy_;
+    std::shared_ptr<const conf::Policy> live_policy_;
     std::atomic<uint64_t> applied_epoch_{0};
 
     // Changes (serialised by PolicyStore's change mutex).

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <tuple>
 
-#include "control/policy_document.h"
+#include "conf/policy_document.h"
 
 namespace twinlane::dataplane {
 namespace {
 
-using control::Policy;
+using conf::Policy;
 
 template <typename T>
 void compare(std::vector<std::string>& out, const std::string& what, const T& a, const T& b) {
@@ -28,8 +28,8 @@ void compare_ports(std::vector<std::string>& out, const Policy& a, const Policy&
         return;
     }
     for (size_t i = 0; i < a.ports.size(); ++i) {
-        const control::PortPolicy& x = a.ports[i];
-        const control::PortPolicy& y = b.ports[i];
+        const conf::PortPolicy& x = a.ports[i];
+        const conf::PortPolicy& y = b.ports[i];
         const std::string at = "ports[" + x.name + "].";
         compare(out, at + "name", x.name, y.name);
         compare(out, at + "device", x.device, y.device);
@@ -44,18 +44,18 @@ void compare_ports(std::vector<std::string>& out, const Policy& a, const Policy&
     }
 }
 
-void compare_lcores(std::vector<std::string>& out, const control::LcorePolicy& a,
-                    const control::LcorePolicy& b) {
-    const auto rx = [](const control::LcorePolicy& p) {
+void compare_lcores(std::vector<std::string>& out, const conf::LcorePolicy& a,
+                    const conf::LcorePolicy& b) {
+    const auto rx = [](const conf::LcorePolicy& p) {
         std::vector<std::tuple<uint32_t, size_t, uint16_t>> flat;
-        for (const control::RxLcore& l : p.rx)
-            for (const control::RxQueueRef& q : l.queues)
+        for (const conf::RxLcore& l : p.rx)
+            for (const conf::RxQueueRef& q : l.queues)
                 flat.emplace_back(l.lcore, q.port, q.queue);
         return flat;
     };
-    const auto sched = [](const control::LcorePolicy& p) {
+    const auto sched = [](const conf::LcorePolicy& p) {
         std::vector<std::pair<uint32_t, std::vector<size_t>>> flat;
-        for (const control::SchedulerLcore& l : p.scheduler)
+        for (const conf::SchedulerLcore& l : p.scheduler)
             flat.emplace_back(l.lcore, l.egress_ports);
         return flat;
     };
@@ -122,17 +122,18 @@ std::vector<std::string> leaf_names(const sched::TreeSpec& tree) {
     return names;
 }
 
-// Where a class's packets go, by leaf name: mode, listed jobs and the leaves in order.
+// Where a class's packets go, by leaf name: job split, listed jobs and the leaves in order.
 struct EntryByName {
-    control::JobSplit::Mode mode;
+    admission::JobSplit split;
     std::vector<uint32_t> jobs;
     std::vector<std::string> leaves;
     bool operator==(const EntryByName&) const = default;
 };
 
-EntryByName by_name(const control::ClassEntry& entry, const std::vector<std::string>& leaves) {
-    EntryByName out{entry.mode, entry.jobs, {}};
-    for (uint16_t leaf : entry.leaves)
+EntryByName by_name(const admission::ClassLeaves& entry, const std::vector<std::string>& leaves) {
+    EntryByName out{entry.split, entry.jobs, {}};
+    for (uint32_t leaf = entry.first_leaf; leaf < uint32_t{entry.first_leaf} + entry.leaf_count;
+         ++leaf)
         out.leaves.push_back(leaf < leaves.size() ? leaves[leaf] : "?");
     return out;
 }
@@ -153,7 +154,7 @@ std::vector<std::string> restart_only_changes(const Policy& running, const Polic
     compare_ports(out, running, candidate);
     const auto forwarding = [](const Policy& p) {
         std::vector<std::pair<size_t, size_t>> f;
-        for (const control::ForwardingPolicy& x : p.forwarding)
+        for (const conf::ForwardingPolicy& x : p.forwarding)
             f.emplace_back(x.from_port, x.to_port);
         return f;
     };
@@ -161,7 +162,7 @@ std::vector<std::string> restart_only_changes(const Policy& running, const Polic
     compare_lcores(out, running.lcores, candidate.lcores);
     const auto classes = [](const Policy& p) {
         std::vector<std::string> names;
-        for (const control::ClassPolicy& c : p.classes)
+        for (const conf::ClassPolicy& c : p.classes)
             names.push_back(c.name);
         return names;
     };
@@ -171,7 +172,7 @@ std::vector<std::string> restart_only_changes(const Policy& running, const Polic
     }
     const auto tree_ports = [](const Policy& p) {
         std::vector<size_t> ports;
-        for (const control::EgressTree& t : p.egress_trees)
+        for (const conf::EgressTree& t : p.egress_trees)
             ports.push_back(t.port);
         return ports;
     };
@@ -183,8 +184,8 @@ std::vector<std::string> restart_only_changes(const Policy& running, const Polic
 bool same_rules(const Policy& a, const Policy& b) {
     if (a.classifier.rules.size() != b.classifier.rules.size()) return false;
     for (size_t i = 0; i < a.classifier.rules.size(); ++i) {
-        if (control::rule_document(a, a.classifier.rules[i]) !=
-            control::rule_document(b, b.classifier.rules[i]))
+        if (conf::rule_document(a, a.classifier.rules[i]) !=
+            conf::rule_document(b, b.classifier.rules[i]))
             return false;
     }
     return true;
@@ -203,19 +204,21 @@ bool same_topology(const sched::TreeSpec& a, const sched::TreeSpec& b) {
     return a.max_packet_bytes <= b.max_packet_bytes;
 }
 
-EgressPlan plan_egress_change(const control::CompiledEgress& running,
-                              const control::CompiledEgress& candidate,
+EgressPlan plan_egress_change(const conf::CompiledEgress& running,
+                              const conf::CompiledEgress& candidate,
                               const std::vector<std::string>& class_names) {
     const sched::TreeSpec& a = running.tree;
     const sched::TreeSpec& b = candidate.tree;
     const std::vector<std::string> old_leaves = leaf_names(a);
     const std::vector<std::string> new_leaves = leaf_names(b);
-    bool same_entries = running.class_entries.size() == candidate.class_entries.size();
+    const std::vector<admission::ClassLeaves>& old_classes = running.leaves.classes();
+    const std::vector<admission::ClassLeaves>& new_classes = candidate.leaves.classes();
+    bool same_entries = old_classes.size() == new_classes.size();
     std::string refusal;
-    for (size_t c = 0; c < candidate.class_entries.size(); ++c) {
-        const EntryByName after = by_name(candidate.class_entries[c], new_leaves);
-        if (c >= running.class_entries.size()) continue;
-        const EntryByName before = by_name(running.class_entries[c], old_leaves);
+    for (size_t c = 0; c < new_classes.size(); ++c) {
+        const EntryByName after = by_name(new_classes[c], new_leaves);
+        if (c >= old_classes.size()) continue;
+        const EntryByName before = by_name(old_classes[c], old_leaves);
         if (before == after) continue;
         same_entries = false;
         if (before.leaves.empty()) continue;  // nothing of this class can be queued
@@ -243,6 +246,67 @@ EgressPlan plan_egress_change(const control::CompiledEgress& running,
     } else {
         plan.change = EgressChange::rebuild;
     }
+    return plan;
+}
+
+uint32_t pool_for(const sched::TreeSpec& tree, uint32_t running_pool) {
+    uint64_t sum = 0;
+    for (const sched::NodeSpec& node : tree.nodes)
+        if (node.kind == sched::NodeKind::fifo || node.kind == sched::NodeKind::fq)
+            sum += node.limit_packets;
+    return static_cast<uint32_t>(
+        std::min<uint64_t>(std::max<uint64_t>(sum, running_pool), sched::kMaxPoolPackets));
+}
+
+UpdatePlan plan_update(const Policy& running_policy,
+                       const classifier::ClassifierConfig& running_classifier,
+                       const std::vector<conf::CompiledEgress>& running,
+                       const Policy& candidate_policy, const conf::CompiledPolicy& candidate) {
+    UpdatePlan plan;
+    plan.details = restart_only_changes(running_policy, candidate_policy, running_classifier,
+                                        candidate.classifier);
+    if (!plan.details.empty()) {
+        plan.refusal =
+            "the new policy changes what only a restart can change (ports, forwarding, lcores, "
+            "classes, classifier heuristics and flow table); the running policy is unchanged";
+        return plan;
+    }
+    if (candidate.egress.size() != running.size()) {
+        plan.refusal = "the new policy has another number of egress trees";
+        return plan;
+    }
+    std::vector<std::string> class_names;
+    for (const conf::ClassPolicy& cls : candidate_policy.classes)
+        class_names.push_back(cls.name);
+    for (size_t e = 0; e < running.size(); ++e) {
+        const conf::CompiledEgress& now = running[e];
+        const std::string& port = candidate_policy.ports[candidate.egress[e].port].name;
+        const EgressPlan egress = plan_egress_change(now, candidate.egress[e], class_names);
+        if (!egress.refusal.empty()) {
+            plan.details.push_back("port '" + port + "': " + egress.refusal);
+            continue;
+        }
+        if (egress.change == EgressChange::none) continue;
+        UpdateStep step{e, egress.change, candidate.egress[e], nullptr};
+        if (egress.change == EgressChange::apply) {
+            step.compiled.tree.pool_packets = now.tree.pool_packets;
+        } else {
+            step.compiled.tree.pool_packets = pool_for(step.compiled.tree, now.tree.pool_packets);
+            sched::Scheduler::BuildResult built = sched::Scheduler::build(step.compiled.tree);
+            if (!built.scheduler) {
+                plan.details.push_back("port '" + port + "': scheduler: " + built.error->to_string());
+                continue;
+            }
+            step.new_tree = std::move(built.scheduler);
+        }
+        plan.steps.push_back(std::move(step));
+    }
+    if (!plan.details.empty()) {
+        plan.refusal = "the change cannot be applied while running; the running policy is unchanged";
+        plan.steps.clear();
+        return plan;
+    }
+    plan.rules_change = !same_rules(running_policy, candidate_policy);
     return plan;
 }
 

@@ -24,7 +24,7 @@ std::vector<RxQueueAssignment> all_queues(const std::vector<std::pair<size_t, ui
     return queues;
 }
 
-LcorePlan plan_explicit(const control::LcorePolicy& policy,
+LcorePlan plan_explicit(const conf::LcorePolicy& policy,
                         const std::vector<std::pair<size_t, uint16_t>>& ingress,
                         const std::vector<size_t>& egress, const std::vector<uint32_t>& available) {
     LcorePlan plan;
@@ -34,12 +34,12 @@ LcorePlan plan_explicit(const control::LcorePolicy& policy,
                      " named in the policy is not enabled in the EAL (pass it with -l)";
         return false;
     };
-    for (const control::RxLcore& rx : policy.rx) {
+    for (const conf::RxLcore& rx : policy.rx) {
         if (!check(rx.lcore)) return plan;
-        for (const control::RxQueueRef& ref : rx.queues)
+        for (const conf::RxQueueRef& ref : rx.queues)
             role_for(plan, rx.lcore).rx.push_back({ref.port, ref.queue});
     }
-    for (const control::SchedulerLcore& s : policy.scheduler) {
+    for (const conf::SchedulerLcore& s : policy.scheduler) {
         if (!check(s.lcore)) return plan;
         for (size_t port : s.egress_ports)
             role_for(plan, s.lcore).egress.push_back(port);
@@ -71,10 +71,10 @@ LcorePlan plan_explicit(const control::LcorePolicy& policy,
 
 }  // namespace
 
-LcorePlan plan_lcores(const control::LcorePolicy& policy,
+LcorePlan plan_lcores(const conf::LcorePolicy& policy,
                       const std::vector<std::pair<size_t, uint16_t>>& ingress,
                       const std::vector<size_t>& egress, const std::vector<uint32_t>& available) {
-    using Mode = control::LcorePolicy::Mode;
+    using Mode = conf::LcorePolicy::Mode;
     LcorePlan plan;
     if (available.empty()) {
         plan.error = "no lcores enabled";

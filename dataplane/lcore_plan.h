@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "control/policy.h"
+#include "conf/policy.h"
 
 namespace twinlane::dataplane {
 
@@ -39,7 +39,7 @@ struct LcorePlan {
 
 // `ingress[i]` = (port index, RX queue count) for every port that forwards somewhere;
 // `egress` = port indexes that are forwarding destinations; `available` = enabled lcore ids.
-LcorePlan plan_lcores(const control::LcorePolicy& policy,
+LcorePlan plan_lcores(const conf::LcorePolicy& policy,
                       const std::vector<std::pair<size_t, uint16_t>>& ingress,
                       const std::vector<size_t>& egress, const std::vector<uint32_t>& available);
 

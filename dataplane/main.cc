@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <new>
 
-#include "control/check_command.h"
+#include "conf/check_command.h"
 #include "dataplane/replay_command.h"
 #include "dataplane/run_command.h"
 #include "dataplane/version.h"
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
         std::printf("twinlane %s\n", twinlane::kVersion);
     });
     twinlane::dataplane::add_run_command(app, exit_code);
-    twinlane::control::add_check_command(app);
+    twinlane::conf::add_check_command(app);
     twinlane::replay::add_gen_command(app);
     twinlane::dataplane::add_replay_command(app, exit_code);
 

@@ -22,7 +22,7 @@ uint64_t available_memory_bytes() {
     return 0;
 }
 
-std::optional<std::string> flow_tables_exceed_memory(const control::Policy& policy,
+std::optional<std::string> flow_tables_exceed_memory(const conf::Policy& policy,
                                                      const classifier::ClassifierConfig& config,
                                                      size_t tables) {
     const uint64_t each = classifier::FlowTable::memory_bytes(config.flow_table_capacity,
@@ -38,11 +38,11 @@ std::optional<std::string> flow_tables_exceed_memory(const control::Policy& poli
 }
 
 std::optional<std::string> scheduler_trees_exceed_memory(
-    const control::Policy& policy, std::span<const control::CompiledEgress> trees) {
+    const conf::Policy& policy, std::span<const conf::CompiledEgress> trees) {
     uint64_t needed = 0;
     uint64_t largest = 0;
-    const control::CompiledEgress* largest_tree = nullptr;
-    for (const control::CompiledEgress& egress : trees) {
+    const conf::CompiledEgress* largest_tree = nullptr;
+    for (const conf::CompiledEgress& egress : trees) {
         const uint64_t bytes = sched::Scheduler::memory_bytes(egress.tree);
         needed += bytes;
         if (bytes >= largest) {

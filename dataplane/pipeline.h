@@ -1,12 +1,14 @@
 // The realtime packet path: the per-lcore contexts and the loop every lcore runs.
 //
-//   rx_stage:   rte_eth_rx_burst → headers linearised if multi-segment → classify_burst →
-//               metadata into the mbuf dynfield → one rte_ring per (egress port, class) lane,
-//               or straight into the scheduler when this lcore also runs the egress port
-//   sched_stage: between-bursts updates → drain lanes, highest priority first →
-//               sched::Scheduler::enqueue → dequeue within the TX pacer's allowance (port
-//               rate, NIC backlog budget) → rte_eth_tx_burst; refused packets held, in order,
-//               and offered again before anything new
+//   rx_stage:    rte_eth_rx_burst → headers linearised if multi-segment → classify_burst →
+//                stamp (mbuf metadata, DSCP remark) and bucket by lane (admission/
+//                classified_burst.h) → admit: one rte_ring per (egress port, class) lane, or
+//                straight into the scheduler when this lcore also runs the egress port
+//                (admission/scheduler_admission.h) → publish the burst's tallies
+//   sched stage: between-bursts updates → drain lanes, highest priority first, into the
+//                scheduler (lane_admission.h, the same scheduler admission) → dequeue within
+//                the TX pacer's allowance (port rate, NIC backlog budget) → rte_eth_tx_burst;
+//                refused packets held, in order, and offered again before anything new
 //
 // One LcoreContext per lcore; it may hold RX tasks, egress tasks, or both (run-to-completion).
 // Each egress task (its scheduler, pacer and held packets) belongs to exactly one lcore.
@@ -24,8 +26,8 @@
 #include <optional>
 #include <vector>
 
+#include "admission/leaf_map.h"
 #include "classifier/classifier.h"
-#include "control/compile.h"
 #include "dataplane/lane_admission.h"
 #include "dataplane/pipeline_counters.h"
 #include "dataplane/tsc_clock.h"
@@ -41,11 +43,11 @@ inline constexpr uint32_t kHeaderCopyBytes = 256;
 
 // A change to an egress port's scheduling, applied by its scheduler lcore between bursts.
 // Either `replacement` (a freshly built tree: queued packets migrate into it; on success the
-// old tree and mapping come back in these fields for the poster to free) or `params` (same
+// old tree and leaf map come back in these fields for the poster to free) or `params` (same
 // topology: Scheduler::apply). `error` holds the outcome.
 struct SchedulerUpdate {
     std::unique_ptr<sched::Scheduler> replacement;
-    control::CompiledEgress mapping;  // with `replacement`: its class -> leaf map
+    admission::LeafMap leaves;  // with `replacement`: where each class and job enter it
     std::optional<sched::TreeSpec> params;
     std::optional<sched::ValidationError> error;
     std::atomic<bool> completed{false};
@@ -84,7 +86,7 @@ struct EgressTask {
     // the loop then does not poll the lanes, which stay empty.
     bool ring_fed = true;
     std::unique_ptr<sched::Scheduler> scheduler;
-    control::CompiledEgress mapping;  // class/job -> leaf
+    admission::LeafMap leaves;  // (class, job) -> leaf of `scheduler`
     TxPacer pacer{1, 1};
     uint32_t max_frame_bytes = 1518;
     std::array<rte_mbuf*, kBurst> held{};  // refused by the NIC, oldest first

@@ -15,12 +15,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "admission/lanes.h"
+#include "conf/policy.h"
 #include "sched/counters.h"
+#include "sched/relaxed_counter.h"
 
 namespace twinlane::dataplane {
 
-inline constexpr uint32_t kMaxPolicyPorts = 32;
-inline constexpr uint32_t kMaxLanes = 16;  // the policy allows at most 16 classes
+using admission::kMaxLanes;
+using sched::RelaxedCounter;
+inline constexpr uint32_t kMaxPolicyPorts = conf::kMaxPorts;
 
 enum class DropCause : uint8_t {
     malformed,       // classifier verdict `drop` (malformed packet, policy says drop)
@@ -40,21 +44,6 @@ enum class DropCause : uint8_t {
 inline constexpr uint32_t kDropCauseCount = 13;
 const char* to_string(DropCause cause);
 DropCause from_sched(sched::DropReason reason);
-
-// A 64-bit counter with one writer and any number of concurrent readers.
-class RelaxedCounter {
-  public:
-    void add(uint64_t n) {
-        value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-    }
-    void raise_to(uint64_t n) {
-        if (n > value_.load(std::memory_order_relaxed)) value_.store(n, std::memory_order_relaxed);
-    }
-    uint64_t read() const { return value_.load(std::memory_order_relaxed); }
-
-  private:
-    std::atomic<uint64_t> value_{0};
-};
 
 struct PortCounters {
     RelaxedCounter rx_packets, rx_bytes;

@@ -11,9 +11,10 @@
 #include <vector>
 
 #include "classifier/classifier.h"
-#include "control/compile.h"
-#include "control/policy.h"
-#include "control/units.h"
+#include "conf/compile.h"
+#include "conf/load_policy.h"
+#include "conf/policy.h"
+#include "conf/units.h"
 #include "dataplane/eal.h"
 #include "dataplane/memory_check.h"
 #include "replay/fifo_discipline.h"
@@ -51,25 +52,25 @@ std::string per_discipline(const std::string& path, const std::string& disciplin
 }
 
 struct Setup {
-    std::shared_ptr<const control::Policy> policy;
-    const control::EgressTree* tree = nullptr;
-    control::CompiledPolicy compiled;
+    std::shared_ptr<const conf::Policy> policy;
+    const conf::EgressTree* tree = nullptr;
+    conf::CompiledPolicy compiled;
     size_t egress_index = 0;
-    const control::CompiledEgress& egress() const { return compiled.egress.at(egress_index); }
+    const conf::CompiledEgress& egress() const { return compiled.egress.at(egress_index); }
     uint64_t link_rate_bps = 0;
     uint16_t ingress_port = 0;
     uint8_t bulk_class = 0;
 };
 
 // The egress tree `args` selects (--port, else the first), or nullptr with an error logged.
-const control::EgressTree* select_tree(const control::Policy& policy, const ReplayArgs& args) {
+const conf::EgressTree* select_tree(const conf::Policy& policy, const ReplayArgs& args) {
     if (policy.egress_trees.empty()) {
         spdlog::error("{}: no egress port with a scheduling tree", args.policy);
         return nullptr;
     }
     if (args.port.empty()) return &policy.egress_trees.front();
     const auto index = policy.find_port(args.port);
-    const control::EgressTree* tree = index ? policy.tree_for_port(*index) : nullptr;
+    const conf::EgressTree* tree = index ? policy.tree_for_port(*index) : nullptr;
     if (tree == nullptr) spdlog::error("{}: no egress port named '{}'", args.policy, args.port);
     return tree;
 }
@@ -77,7 +78,7 @@ const control::EgressTree* select_tree(const control::Policy& policy, const Repl
 std::optional<Setup> prepare(const ReplayArgs& args) {
     std::optional<uint64_t> link_rate;
     if (!args.link_rate.empty()) {
-        auto rate = control::parse_rate_bits_per_sec(args.link_rate);
+        auto rate = conf::parse_rate_bits_per_sec(args.link_rate);
         if (!rate) {
             spdlog::error("--link-rate: {}", rate.error());
             return std::nullopt;
@@ -90,24 +91,24 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
         }
         link_rate = rate.value();
     }
-    control::PolicyResult loaded = control::load_policy(args.policy);
+    conf::PolicyResult loaded = conf::load_policy(args.policy);
     if (!loaded.ok()) {
         for (const auto& e : loaded.errors) spdlog::error("{}", e.to_string());
         return std::nullopt;
     }
-    const control::EgressTree* tree = select_tree(*loaded.policy, args);
+    const conf::EgressTree* tree = select_tree(*loaded.policy, args);
     if (tree == nullptr) return std::nullopt;
     // --link-rate replays the port at another rate: the policy is read again as if the port's
     // `rate` said so, so that its percentages (shapers, bursts, budgets) mean the same share of
     // the link they are replayed on. Reading them against the file's rate capped, e.g., the
     // default policy's 50% inference shaper at 5G on a 100G replay.
-    const control::PortPolicy& port = loaded.policy->ports[tree->port];
+    const conf::PortPolicy& port = loaded.policy->ports[tree->port];
     if (link_rate && *link_rate != port.rate_bits_per_sec) {
         spdlog::info("--link-rate {}: port '{}' replayed at that rate instead of the policy's "
                      "{:.6g} Gbit/s (its percentages follow; absolute shaper rates above it are "
                      "capped)",
                      args.link_rate, port.name, static_cast<double>(port.rate_bits_per_sec) / 1e9);
-        loaded = control::load_policy(args.policy, {port.name, *link_rate});
+        loaded = conf::load_policy(args.policy, {port.name, *link_rate});
         if (!loaded.ok()) {
             for (const auto& e : loaded.errors)
                 spdlog::error("with --link-rate {}: {}", args.link_rate, e.to_string());
@@ -118,8 +119,8 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     }
     Setup s;
     s.policy = loaded.policy;
-    const control::Policy& policy = *s.policy;
-    s.compiled = control::compile_policy(policy);
+    const conf::Policy& policy = *s.policy;
+    s.compiled = conf::compile_policy(policy);
     if (!s.compiled.ok()) {
         for (const auto& e : s.compiled.errors) spdlog::error("{}: {}", args.policy, e);
         return std::nullopt;
@@ -168,10 +169,8 @@ std::unique_ptr<replay::Discipline> make_discipline(const std::string& name, con
         spdlog::error("scheduling tree: {}", built.error->to_string());
         return nullptr;
     }
-    const control::CompiledEgress* egress = &s.egress();
-    return std::make_unique<replay::SchedulerDiscipline>(
-        std::move(built.scheduler),
-        [egress](uint8_t class_id, uint32_t job_id) { return egress->leaf_for(class_id, job_id); });
+    return std::make_unique<replay::SchedulerDiscipline>(std::move(built.scheduler),
+                                                         s.egress().leaves);
 }
 
 int run(const ReplayArgs& args) {

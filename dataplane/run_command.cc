@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "control/units.h"
+#include "conf/units.h"
 #include "dataplane/eal.h"
 #include "dataplane/fifo_forwarder.h"
-#include "dataplane/policy_run.h"
+#include "dataplane/daemon.h"
 #include "dataplane/port.h"
 #include "dataplane/stop_signal.h"
 
@@ -69,7 +69,7 @@ bool resolve(const std::string& name, uint16_t fallback_index, uint16_t& port_id
 
 // --idle-exit as milliseconds once idle_exit_valid() accepted it (not 'auto' or 'never').
 uint64_t idle_exit_setting_ms(const std::string& setting) {
-    return *control::parse_unsigned(setting, kMaxIdleExitMs);
+    return *conf::parse_unsigned(setting, kMaxIdleExitMs);
 }
 
 // End of input is only knowable for file-backed input: a pcap RX device stops delivering.
@@ -118,7 +118,7 @@ void print_counters(const RunArgs& args, const std::string& rx, const std::strin
 }
 
 int run_policy(const RunArgs& args) {
-    PolicyRunOptions options;
+    DaemonOptions options;
     options.policy_path = args.policy_path;
     options.eal_args = args.eal_args;
     options.json = args.json;
@@ -138,7 +138,7 @@ int run_policy(const RunArgs& args) {
     if (!args.control_socket.empty()) options.control_socket = args.control_socket;
     if (args.metrics_port >= 0) options.metrics_port = static_cast<uint16_t>(args.metrics_port);
     options.explicit_log_level = args.explicit_log_level;
-    return run_with_policy(options);
+    return run_daemon(options);
 }
 
 int run(const RunArgs& args) {
@@ -249,7 +249,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
         ->check(CLI::Validator(
             [](const std::string& text) -> std::string {
                 if (text == "auto" || text == "never") return {};
-                auto ms = control::parse_unsigned(text, kMaxIdleExitMs);
+                auto ms = conf::parse_unsigned(text, kMaxIdleExitMs);
                 return ms ? std::string() : ms.error() + " (a number of ms, 'never' or 'auto')";
             },
             "MS|never|auto"))

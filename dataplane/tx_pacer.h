@@ -31,13 +31,13 @@ namespace twinlane::dataplane {
 class TxPacer {
 public:
     // Wire overhead per frame not in its length: FCS, preamble + SFD, inter-frame gap.
-    static constexpr uint32_t kFrameOverheadBytes = 4 + 8 + 12;
+    static constexpr uint32_t kWireOverheadBytes = 4 + 8 + 12;
     static constexpr uint32_t kMinFrameBytes = 60;  // without FCS; shorter frames are padded
     // What the pacer counts for a frame of `frame_bytes` (without FCS), and the same as the
     // scheduler's dequeue_burst charges it.
-    static constexpr sched::WireCost kWireCost{kMinFrameBytes, kFrameOverheadBytes};
+    static constexpr sched::WireCost kWireCost{kMinFrameBytes, kWireOverheadBytes};
     static constexpr uint64_t wire_bytes(uint32_t frame_bytes) {
-        return std::max(frame_bytes, kMinFrameBytes) + kFrameOverheadBytes;
+        return std::max(frame_bytes, kMinFrameBytes) + kWireOverheadBytes;
     }
     // Longest loop pass the budget grows to cover (link time).
     static constexpr uint64_t kMaxPassNs = 1'000'000;

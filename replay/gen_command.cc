@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
-#include "control/units.h"
+#include "conf/units.h"
 #include "replay/pcap_io.h"
 
 namespace twinlane::replay {
@@ -64,10 +64,10 @@ void add_gen_command(CLI::App& app, std::ostream& out) {
     gen->add_option("-o,--output", options.output_path, "Output pcap (nanosecond timestamps)")
         ->required();
     gen->add_option("--link-rate", arguments->link_rate, "Bottleneck link rate, e.g. 10G, 400M")
-        ->check(parsed_by(control::parse_rate_bits_per_sec, "RATE"))
+        ->check(parsed_by(conf::parse_rate_bits_per_sec, "RATE"))
         ->capture_default_str();
     gen->add_option("--duration", arguments->duration, "Trace duration, e.g. 50ms, 500us, 2s")
-        ->check(parsed_by(control::parse_duration_ns, "DURATION"))
+        ->check(parsed_by(conf::parse_duration_ns, "DURATION"))
         ->capture_default_str();
     gen->add_option("--training-load", options.training_load,
                     "Training offered load, fraction of the link")
@@ -93,7 +93,7 @@ void add_gen_command(CLI::App& app, std::ostream& out) {
         ->check(CLI::Validator(
             [](const std::string& text) -> std::string {
                 // CLI11 alone wrapped "-1" and clamped values above 2^64 - 1.
-                auto seed = control::parse_unsigned(text, UINT64_MAX);
+                auto seed = conf::parse_unsigned(text, UINT64_MAX);
                 return seed ? std::string() : seed.error();
             },
             "UINT64"))
@@ -107,8 +107,8 @@ void add_gen_command(CLI::App& app, std::ostream& out) {
         GenOptions run = arguments->options;
         // Both strings passed their validators, so the results hold values.
         run.link_rate_bps =
-            static_cast<double>(*control::parse_rate_bits_per_sec(arguments->link_rate));
-        run.duration_ns = *control::parse_duration_ns(arguments->duration);
+            static_cast<double>(*conf::parse_rate_bits_per_sec(arguments->link_rate));
+        run.duration_ns = *conf::parse_duration_ns(arguments->duration);
         GenSummary summary;
         try {
             summary = write_traffic_pcap(run);

@@ -118,8 +118,7 @@ template <class D>
         s.l3_bytes = static_cast<uint8_t>(std::min(seen - r.l3_offset, kL3CopyBytes));
         std::memcpy(s.l3, frame + r.l3_offset, s.l3_bytes);
     }
-    if (r.remark_dscp != classifier::kNoRemark && r.ip_version != 0)
-        classifier::rewrite_dscp(s.l3, r.ip_version, r.remark_dscp);
+    if (classifier::wants_remark(r)) classifier::rewrite_dscp(s.l3, r.ip_version, r.remark_dscp);
     s.ce_at_arrival = ce_marked(s, r.ip_version);
 
     sched::Packet p;

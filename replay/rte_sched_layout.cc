@@ -7,21 +7,21 @@ namespace {
 constexpr uint8_t kBestEffort = 12;
 constexpr uint32_t kMaxQueue = 32768;  // rte_sched queue sizes are 16-bit powers of two
 
-void collect_classes(const control::TreeNode& node, std::vector<size_t>& classes) {
+void collect_classes(const conf::TreeNode& node, std::vector<size_t>& classes) {
     if (node.class_index) classes.push_back(*node.class_index);
     for (const auto& child : node.children) collect_classes(child, classes);
 }
 
-uint64_t leaf_packets(const control::TreeNode& node) {
+uint64_t leaf_packets(const conf::TreeNode& node) {
     if (node.is_leaf()) return node.limit_packets;
     uint64_t total = 0;
     for (const auto& child : node.children) total += leaf_packets(child);
     return total;
 }
 
-const control::TreeNode* per_job_drr(const control::TreeNode& node) {
-    if (node.kind == control::NodeKind::drr &&
-        (node.job_split.mode != control::JobSplit::Mode::none || node.children.size() > 1))
+const conf::TreeNode* per_job_drr(const conf::TreeNode& node) {
+    if (node.kind == conf::NodeKind::drr &&
+        (node.job_split.mode != conf::JobSplit::Mode::none || node.children.size() > 1))
         return &node;
     for (const auto& child : node.children)
         if (const auto* found = per_job_drr(child)) return found;
@@ -29,24 +29,24 @@ const control::TreeNode* per_job_drr(const control::TreeNode& node) {
 }
 }  // namespace
 
-RteSchedLayout rte_sched_layout_from(const control::Policy& policy,
-                                     const control::EgressTree& tree) {
+RteSchedLayout rte_sched_layout_from(const conf::Policy& policy,
+                                     const conf::EgressTree& tree) {
     RteSchedLayout layout;
     layout.traffic_class_of_class.assign(policy.classes.size(), kBestEffort);
     layout.link_rate_bps = policy.ports.at(tree.port).rate_bits_per_sec;
 
-    std::vector<const control::TreeNode*> lanes;
-    if (tree.root.kind == control::NodeKind::strict) {
+    std::vector<const conf::TreeNode*> lanes;
+    if (tree.root.kind == conf::NodeKind::strict) {
         for (const auto& child : tree.root.children) lanes.push_back(&child);
     } else {
         lanes.push_back(&tree.root);
     }
     uint8_t next_tc = 0;
     bool best_effort_used = false;
-    for (const control::TreeNode* lane : lanes) {
+    for (const conf::TreeNode* lane : lanes) {
         std::vector<size_t> classes;
         collect_classes(*lane, classes);
-        const control::TreeNode* drr = per_job_drr(*lane);
+        const conf::TreeNode* drr = per_job_drr(*lane);
         uint8_t tc;
         if ((drr != nullptr && !best_effort_used) || next_tc >= kBestEffort) {
             tc = kBestEffort;

@@ -8,12 +8,12 @@
 // What rte_sched cannot express (per-flow fair queues, caps on a lane, ECN) is left out.
 #pragma once
 
-#include "control/policy.h"
+#include "conf/policy.h"
 #include "replay/rte_sched_discipline.h"
 
 namespace twinlane::replay {
 
-RteSchedLayout rte_sched_layout_from(const control::Policy& policy,
-                                     const control::EgressTree& tree);
+RteSchedLayout rte_sched_layout_from(const conf::Policy& policy,
+                                     const conf::EgressTree& tree);
 
 }  // namespace twinlane::replay

@@ -1,12 +1,15 @@
-// twinlane's own hierarchical scheduler (sched::Scheduler) as a replay discipline. The packet's
-// class and job pick its leaf through `leaf_of`, exactly as in the realtime dataplane; one
-// dequeue per free link slot. Single-threaded.
+// twinlane's own hierarchical scheduler (sched::Scheduler) as a replay discipline. Packets enter
+// it through the realtime pipeline's own admission (admission::SchedulerAdmission: the class
+// and job pick the leaf through the compiled LeafMap, a reclassified flow's queued packets move
+// to its new leaf first), one packet per arrival; one dequeue per free link slot.
+// Single-threaded.
 #pragma once
 
 #include <array>
-#include <functional>
 #include <memory>
 
+#include "admission/leaf_map.h"
+#include "admission/scheduler_admission.h"
 #include "replay/discipline.h"
 #include "sched/scheduler.h"
 
@@ -14,23 +17,25 @@ namespace twinlane::replay {
 
 class SchedulerDiscipline final : public Discipline {
 public:
-    using LeafOf = std::function<uint16_t(uint8_t class_id, uint32_t job_id)>;
-
-    SchedulerDiscipline(std::unique_ptr<sched::Scheduler> scheduler, LeafOf leaf_of)
-        : scheduler_(std::move(scheduler)), leaf_of_(std::move(leaf_of)) {}
+    SchedulerDiscipline(std::unique_ptr<sched::Scheduler> scheduler, admission::LeafMap leaves)
+        : scheduler_(std::move(scheduler)), leaves_(std::move(leaves)) {}
 
     std::string_view name() const override { return "twinlane"; }
     void enqueue(sched::Packet& packet, uint8_t class_id, uint32_t job_id, uint64_t now_ns,
                  std::vector<ReplayDrop>& drops) override {
-        packet.leaf = leaf(class_id, job_id);
-        sched::DroppedPacket dropped[1];
-        if (scheduler_->enqueue(&packet, 1, now_ns, dropped) == 0)
-            drops.push_back({dropped[0].packet, sched::to_string(dropped[0].reason)});
+        const Arrival arrival{&packet, class_id, job_id, packet.flow_hash,
+                              classifier::kNoPreviousClass, 0};
+        const Arrival* item = &arrival;
+        Source source{&drops};
+        Admission(*scheduler_, leaves_, lane_count(), source, scratch_, refused_, now_ns)
+            .admit(lane(class_id), &item, 1);
     }
     void reclassified(uint32_t flow_hash, uint8_t previous_class, uint32_t previous_job,
                       uint8_t class_id, uint32_t job_id) override {
-        scheduler_->move_flow(leaf(previous_class, previous_job), leaf(class_id, job_id),
-                              flow_hash);
+        const Arrival arrival{nullptr, class_id, job_id, flow_hash, previous_class, previous_job};
+        Source source{nullptr};  // moving queued packets drops nothing
+        Admission(*scheduler_, leaves_, lane_count(), source, scratch_, refused_, 0)
+            .reclassified(lane(class_id), &arrival);
     }
     bool dequeue(uint64_t now_ns, sched::Packet& out, std::vector<ReplayDrop>& drops) override {
         const sched::DequeueResult r =
@@ -47,26 +52,36 @@ public:
     const sched::Scheduler& scheduler() const { return *scheduler_; }
 
 private:
-    // `leaf_of` is a pure function of (class, job) (CompiledEgress::leaf_for): its answers are
-    // kept in a small direct-mapped cache instead of calling the std::function per packet.
-    // measured (callgrind, replay_bench): enqueue wrapper with the leaf lookup 61 -> 43
-    // instructions/packet.
-    struct LeafMemo {
-        uint32_t job_id = 0;
-        uint16_t leaf = 0;
-        uint8_t class_id = 0;
-        bool valid = false;
+    // One arrival as the engine offers it: its descriptor (filled by the engine) and its
+    // classification.
+    struct Arrival {
+        sched::Packet* packet;
+        uint8_t class_id;
+        uint32_t job_id;
+        uint32_t flow_hash;
+        uint8_t previous_class;
+        uint32_t previous_job;
     };
-    uint16_t leaf(uint8_t class_id, uint32_t job_id) {
-        LeafMemo& memo = leaf_memo_[(job_id * 8 + class_id) % leaf_memo_.size()];
-        if (!memo.valid || memo.class_id != class_id || memo.job_id != job_id)
-            memo = LeafMemo{job_id, leaf_of_(class_id, job_id), class_id, true};
-        return memo.leaf;
-    }
+    struct Source {
+        using Item = const Arrival*;
+        std::vector<ReplayDrop>* drops;
+        const Arrival& classified(Item a) const { return *a; }
+        uint32_t previous_job(Item a) const { return a->previous_job; }
+        void describe(sched::Packet& p, Item a) const { p = *a->packet; }
+        void dropped(const sched::DroppedPacket* d, uint32_t n) {
+            for (uint32_t i = 0; i < n; ++i)
+                drops->push_back({d[i].packet, sched::to_string(d[i].reason)});
+        }
+    };
+    using Admission = admission::SchedulerAdmission<Source>;
+
+    uint32_t lane_count() const { return static_cast<uint32_t>(leaves_.class_count()); }
+    uint8_t lane(uint8_t class_id) const { return admission::lane_of(class_id, lane_count()); }
 
     std::unique_ptr<sched::Scheduler> scheduler_;
-    LeafOf leaf_of_;
-    std::array<LeafMemo, 64> leaf_memo_{};
+    admission::LeafMap leaves_;
+    std::array<sched::Packet, 1> scratch_;
+    std::array<sched::DroppedPacket, 1> refused_;
     // Room for CoDel drops of one dequeue; a member so it is not re-initialised per packet.
     std::array<sched::DroppedPacket, 64> dropped_;
 };

@@ -9,18 +9,19 @@
 #include <fstream>
 #include <string>
 
-#include "control/policy_document.h"
+#include "conf/load_policy.h"
+#include "conf/policy_document.h"
 #include "control/policy_store.h"
-#include "policy_test_util.h"
+#include "tests/conf/policy_test_util.h"
 
 namespace twinlane::control {
 namespace {
 
 using nlohmann::json;
 
-std::shared_ptr<const Policy> load_example(const std::string& name) {
-    PolicyResult result = load_policy(std::string(TWINLANE_CONF_DIR) + "/" + name);
-    EXPECT_TRUE(result.ok()) << testing::describe(result);
+std::shared_ptr<const conf::Policy> load_example(const std::string& name) {
+    conf::PolicyResult result = conf::load_policy(std::string(TWINLANE_CONF_DIR) + "/" + name);
+    EXPECT_TRUE(result.ok()) << conf::testing::describe(result);
     return result.policy;
 }
 
@@ -41,14 +42,14 @@ class ExamplePolicyTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(ExamplePolicyTest, DocumentRoundTripsThroughTheLoader) {
     auto original = load_example(GetParam());
     ASSERT_TRUE(original);
-    const json document = policy_document(*original);
-    const std::string yaml = render_yaml(document);
-    PolicyResult reparsed = parse_policy(yaml, "roundtrip.yaml");
-    ASSERT_TRUE(reparsed.ok()) << testing::describe(reparsed) << yaml;
-    EXPECT_EQ(policy_document(*reparsed.policy), document);
+    const json document = conf::policy_document(*original);
+    const std::string yaml = conf::render_yaml(document);
+    conf::PolicyResult reparsed = conf::parse_policy(yaml, "roundtrip.yaml");
+    ASSERT_TRUE(reparsed.ok()) << conf::testing::describe(reparsed) << yaml;
+    EXPECT_EQ(conf::policy_document(*reparsed.policy), document);
     // The compiled form (what the dataplane runs) is the same too.
-    const CompiledPolicy a = compile_policy(*original);
-    const CompiledPolicy b = compile_policy(*reparsed.policy);
+    const conf::CompiledPolicy a = conf::compile_policy(*original);
+    const conf::CompiledPolicy b = conf::compile_policy(*reparsed.policy);
     ASSERT_TRUE(a.ok() && b.ok());
     ASSERT_EQ(a.egress.size(), b.egress.size());
     for (size_t i = 0; i < a.egress.size(); ++i) {
@@ -155,7 +156,7 @@ TEST(PolicyStore, RuleDelete) {
     auto store = make_store();
     ASSERT_TRUE(store->rules_delete("grpc-serving").ok());
     EXPECT_EQ(store->epoch(), 2u);
-    for (const ClassifierRule& rule : store->current()->policy->classifier.rules) {
+    for (const conf::ClassifierRule& rule : store->current()->policy->classifier.rules) {
         EXPECT_NE(rule.name, "grpc-serving");
     }
     const ApiResult missing = store->rules_delete("grpc-serving");
@@ -163,10 +164,10 @@ TEST(PolicyStore, RuleDelete) {
     EXPECT_EQ(store->epoch(), 2u);
 }
 
-const TreeNode* find_node(const TreeNode& node, const std::string& name) {
+const conf::TreeNode* find_node(const conf::TreeNode& node, const std::string& name) {
     if (node.name == name) return &node;
-    for (const TreeNode& child : node.children) {
-        if (const TreeNode* found = find_node(child, name)) return found;
+    for (const conf::TreeNode& child : node.children) {
+        if (const conf::TreeNode* found = find_node(child, name)) return found;
     }
     return nullptr;
 }
@@ -188,26 +189,26 @@ TEST(PolicyStore, ClassSetChangesEveryEgressTree) {
     EXPECT_EQ(store->epoch(), 7u);
     const auto version = store->current();
     ASSERT_EQ(version->policy->egress_trees.size(), 2u);
-    for (const EgressTree& tree : version->policy->egress_trees) {
-        const TreeNode* inference = find_node(tree.root, "inference");
+    for (const conf::EgressTree& tree : version->policy->egress_trees) {
+        const conf::TreeNode* inference = find_node(tree.root, "inference");
         ASSERT_TRUE(inference && inference->shaper);
         EXPECT_EQ(inference->shaper->rate_bits_per_sec, 2'000'000'000u);
-        const TreeNode* training = find_node(tree.root, "training");
+        const conf::TreeNode* training = find_node(tree.root, "training");
         ASSERT_TRUE(training);
         EXPECT_EQ(training->weight, 8u);
         ASSERT_FALSE(training->children.empty());
-        for (const TreeNode& leaf : training->children) {
+        for (const conf::TreeNode& leaf : training->children) {
             EXPECT_EQ(leaf.limit_packets, 2048u);
             ASSERT_TRUE(leaf.ecn);
             EXPECT_EQ(leaf.ecn->kmin_bytes, 40'000u);
         }
-        const TreeNode* other = find_node(tree.root, "other");
+        const conf::TreeNode* other = find_node(tree.root, "other");
         ASSERT_TRUE(other && other->codel);
         EXPECT_EQ(other->codel->target_ns, 1'000'000u);
     }
     // Same topology: the dataplane can apply it in place (Scheduler::apply).
     const auto& spec = version->compiled->egress[0].tree;
-    EXPECT_EQ(spec.nodes.size(), compile_policy(*load_example("default.yaml")).egress[0].tree.nodes.size());
+    EXPECT_EQ(spec.nodes.size(), conf::compile_policy(*load_example("default.yaml")).egress[0].tree.nodes.size());
 }
 
 TEST(PolicyStore, ClassSetRejectsInvalidValues) {
@@ -234,7 +235,7 @@ TEST(PolicyStore, ClassSetRejectsInvalidValues) {
 
 TEST(PolicyStore, PolicyLoadSwapsOnlyValidFiles) {
     auto store = make_store();
-    const ApiResult bad = store->policy_load(std::string(TWINLANE_CONTROL_TEST_DATA) + "/broken.yaml");
+    const ApiResult bad = store->policy_load(std::string(TWINLANE_CONF_TEST_DATA) + "/broken.yaml");
     ASSERT_FALSE(bad.ok());
     ASSERT_FALSE(bad.details().empty());
     // file:line:col: key.path: reason

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "control/control_server.h"
+#include "conf/load_policy.h"
 #include "control/policy_store.h"
 #include "control/twinlanectl.h"
 #include "socket_test_util.h"
@@ -29,7 +30,7 @@ struct CtlRun {
 class TwinlanectlTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        PolicyResult policy = load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
+        conf::PolicyResult policy = conf::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
         ASSERT_TRUE(policy.ok());
         auto created = PolicyStore::create(policy.policy);
         ASSERT_TRUE(created.store);
@@ -107,7 +108,7 @@ TEST_F(TwinlanectlTest, RefusedChangesExitOneWithTheReasons) {
     r = run({"class", "set", "inference", "rate", "20G"});
     EXPECT_EQ(r.code, kExitRefused);
     EXPECT_NE(r.err.find("above"), std::string::npos) << r.err;
-    r = run({"policy", "load", std::string(TWINLANE_CONTROL_TEST_DATA) + "/broken.yaml"});
+    r = run({"policy", "load", std::string(TWINLANE_CONF_TEST_DATA) + "/broken.yaml"});
     EXPECT_EQ(r.code, kExitRefused);
     EXPECT_NE(r.err.find("broken.yaml:"), std::string::npos) << r.err;
     EXPECT_EQ(store_->epoch(), 1u);
@@ -124,7 +125,7 @@ TEST_F(TwinlanectlTest, ClassSetPolicyShowLogLevel) {
     ASSERT_EQ(r.code, kExitOk) << r.err;
     EXPECT_NE(r.out.find("8Gbps"), std::string::npos);
     // The YAML shown is a valid policy.
-    EXPECT_TRUE(parse_policy(r.out, "shown.yaml").ok()) << r.out;
+    EXPECT_TRUE(conf::parse_policy(r.out, "shown.yaml").ok()) << r.out;
     r = run({"policy", "show", "--format", "json"});
     EXPECT_EQ(json::parse(r.out)["classes"].size(), 3u);
     const auto saved = spdlog::get_level();

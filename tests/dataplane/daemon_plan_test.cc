@@ -9,15 +9,16 @@
 
 #include <string>
 
-#include "control/compile.h"
-#include "control/policy.h"
+#include "conf/compile.h"
+#include "conf/load_policy.h"
+#include "conf/policy.h"
 #include "control/policy_store.h"
 
 namespace twinlane::dataplane {
 namespace {
 
-using control::CompiledPolicy;
-using control::Policy;
+using conf::CompiledPolicy;
+using conf::Policy;
 
 // A two-port policy; TREE replaces the scheduler section, EXTRA is appended.
 std::string policy_text(const std::string& tree, const std::string& extra = "",
@@ -71,10 +72,10 @@ struct Parsed {
 };
 
 Parsed parse(const std::string& text) {
-    control::PolicyResult result = control::parse_policy(text, "test.yaml");
+    conf::PolicyResult result = conf::parse_policy(text, "test.yaml");
     EXPECT_TRUE(result.ok()) << (result.errors.empty() ? "" : result.errors[0].to_string());
     Parsed out{result.policy, {}};
-    if (out.policy) out.compiled = control::compile_policy(*out.policy);
+    if (out.policy) out.compiled = conf::compile_policy(*out.policy);
     EXPECT_TRUE(out.compiled.ok());
     return out;
 }
@@ -154,7 +155,7 @@ TEST(PlanEgressChange, NoneApplyOrRebuild) {
     EXPECT_EQ(plan.change, EgressChange::rebuild);
 
     // A pool bigger than the leaves' limits (the daemon's choice) is not a change.
-    control::CompiledEgress bigger_pool = a.compiled.egress[0];
+    conf::CompiledEgress bigger_pool = a.compiled.egress[0];
     bigger_pool.tree.pool_packets = 100000;
     EXPECT_EQ(plan_egress_change(bigger_pool, a.compiled.egress[0], kClasses).change,
               EgressChange::none);

@@ -5,10 +5,10 @@
 namespace twinlane::dataplane {
 namespace {
 
-using Mode = control::LcorePolicy::Mode;
+using Mode = conf::LcorePolicy::Mode;
 
-control::LcorePolicy mode(Mode m) {
-    control::LcorePolicy p;
+conf::LcorePolicy mode(Mode m) {
+    conf::LcorePolicy p;
     p.mode = m;
     return p;
 }
@@ -48,7 +48,7 @@ TEST(LcorePlan, RssQueuesSpreadOverRxLcoresAndPortsOverSchedulers) {
 }
 
 TEST(LcorePlan, RunToCompletionNeedsItsLcoreEnabled) {
-    control::LcorePolicy p = mode(Mode::run_to_completion);
+    conf::LcorePolicy p = mode(Mode::run_to_completion);
     p.single_lcore = 1;
     EXPECT_TRUE(plan_lcores(p, {{0, 1}}, {1}, {0, 1}).ok());
     const LcorePlan bad = plan_lcores(p, {{0, 1}}, {1}, {0});
@@ -57,7 +57,7 @@ TEST(LcorePlan, RunToCompletionNeedsItsLcoreEnabled) {
 }
 
 TEST(LcorePlan, ExplicitRolesAreCheckedForCompleteness) {
-    control::LcorePolicy p = mode(Mode::explicit_roles);
+    conf::LcorePolicy p = mode(Mode::explicit_roles);
     p.rx = {{.lcore = 0, .queues = {{.port = 0, .queue = 0}}}};
     p.scheduler = {{.lcore = 1, .egress_ports = {1}}};
     const LcorePlan ok = plan_lcores(p, {{0, 1}}, {1}, {0, 1});

@@ -16,8 +16,9 @@
 #include <vector>
 
 #include "classifier/classifier.h"
-#include "control/compile.h"
-#include "control/policy.h"
+#include "conf/compile.h"
+#include "conf/load_policy.h"
+#include "conf/policy.h"
 #include "replay/pcap_io.h"
 #include "tests/replay/temp_dir_test.h"
 
@@ -511,7 +512,7 @@ std::filesystem::path default_policy_path() {
 }
 
 struct DefaultPolicyClassifier {
-    control::CompiledPolicy compiled;
+    conf::CompiledPolicy compiled;
     std::unique_ptr<classifier::Classifier> classifier;
     uint8_t class_id(const std::string& name) const {
         const auto& names = compiled.classifier.class_names;
@@ -522,10 +523,10 @@ struct DefaultPolicyClassifier {
 std::optional<DefaultPolicyClassifier> default_policy_classifier() {
     const auto policy_path = default_policy_path();
     if (!std::filesystem::exists(policy_path)) return std::nullopt;
-    control::PolicyResult loaded = control::load_policy(policy_path.string());
+    conf::PolicyResult loaded = conf::load_policy(policy_path.string());
     if (!loaded.ok()) return std::nullopt;
     DefaultPolicyClassifier result;
-    result.compiled = control::compile_policy(*loaded.policy);
+    result.compiled = conf::compile_policy(*loaded.policy);
     if (!result.compiled.ok()) return std::nullopt;
     result.classifier = std::make_unique<classifier::Classifier>(result.compiled.classifier);
     return result;

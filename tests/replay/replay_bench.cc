@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "classifier/classifier.h"
-#include "control/compile.h"
-#include "control/policy.h"
+#include "conf/compile.h"
+#include "conf/load_policy.h"
+#include "conf/policy.h"
 #include "replay/fifo_discipline.h"
 #include "replay/replay_engine.h"
 #include "replay/scheduler_discipline.h"
@@ -41,11 +42,11 @@ const Trace& trace() {
     return t;
 }
 
-const control::CompiledPolicy& compiled() {
-    static const control::CompiledPolicy c = [] {
-        auto loaded = control::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
+const conf::CompiledPolicy& compiled() {
+    static const conf::CompiledPolicy c = [] {
+        auto loaded = conf::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
         if (!loaded.ok()) std::abort();
-        return control::compile_policy(*loaded.policy);
+        return conf::compile_policy(*loaded.policy);
     }();
     return c;
 }
@@ -84,9 +85,8 @@ void replay_steady_state(benchmark::State& state, D& discipline, const char* nam
 }
 
 void BM_ReplayTwinlane(benchmark::State& state) {
-    const control::CompiledEgress& egress = compiled().egress.at(0);
-    SchedulerDiscipline discipline(sched::Scheduler::build(egress.tree).scheduler,
-                                   [&egress](uint8_t c, uint32_t j) { return egress.leaf_for(c, j); });
+    const conf::CompiledEgress& egress = compiled().egress.at(0);
+    SchedulerDiscipline discipline(sched::Scheduler::build(egress.tree).scheduler, egress.leaves);
     replay_steady_state(state, discipline, "twinlane");
 }
 void BM_ReplayFifo(benchmark::State& state) {

@@ -10,8 +10,9 @@
 #include <string>
 
 #include "classifier/dscp_rewrite.h"
-#include "control/compile.h"
-#include "control/policy.h"
+#include "conf/compile.h"
+#include "conf/load_policy.h"
+#include "conf/policy.h"
 #include "replay/fifo_discipline.h"
 #include "replay/scheduler_discipline.h"
 #include "replay/replay_engine.h"
@@ -151,36 +152,34 @@ TEST(WireSegments, WhatTsoWouldNotSplitStaysWhole) {
 
 // conf/default.yaml compiled, and twinlane's scheduler for its first egress port as a replay
 // discipline: what both engine tests below replay through.
-control::CompiledPolicy default_policy() {
-    auto loaded = control::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
+conf::CompiledPolicy default_policy() {
+    auto loaded = conf::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
     EXPECT_TRUE(loaded.ok());
-    return control::compile_policy(*loaded.policy);
+    return conf::compile_policy(*loaded.policy);
 }
 
 // The engine's options for replaying `egress` at 10G.
 constexpr uint64_t kRate = 10'000'000'000ULL;
-ReplayOptions replay_options(const control::CompiledEgress& egress) {
+ReplayOptions replay_options(const conf::CompiledEgress& egress) {
     ReplayOptions options;
     options.link_rate_bps = kRate;
     options.max_frame_bytes = egress.tree.max_packet_bytes;
     return options;
 }
 
-std::unique_ptr<SchedulerDiscipline> scheduler_discipline(const control::CompiledEgress& egress) {
+std::unique_ptr<SchedulerDiscipline> scheduler_discipline(const conf::CompiledEgress& egress) {
     auto built = sched::Scheduler::build(egress.tree);
     EXPECT_TRUE(built.scheduler);
-    return std::make_unique<SchedulerDiscipline>(
-        std::move(built.scheduler),
-        [&egress](uint8_t class_id, uint32_t job_id) { return egress.leaf_for(class_id, job_id); });
+    return std::make_unique<SchedulerDiscipline>(std::move(built.scheduler), egress.leaves);
 }
 
 // The engine: a host capture's 64 KiB TCP record, with an inference packet arriving right
 // behind it, leaves as MTU-sized segments; everything is accounted for, and the inference
 // packet waits for the segment on the wire, not for the rest of the record.
 TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
-    const control::CompiledPolicy compiled = default_policy();
+    const conf::CompiledPolicy compiled = default_policy();
     ASSERT_TRUE(compiled.ok());
-    const control::CompiledEgress& egress = compiled.egress.at(0);
+    const conf::CompiledEgress& egress = compiled.egress.at(0);
     classifier::Classifier classifier(compiled.classifier);
     const std::unique_ptr<SchedulerDiscipline> scheduled = scheduler_discipline(egress);
     ASSERT_TRUE(scheduled);
@@ -230,9 +229,9 @@ TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
 // send it whole, so the comparison against twinlane ran on different packets. Likewise an
 // empty record, which only the twinlane scheduler refused.
 TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
-    const control::CompiledPolicy compiled = default_policy();
+    const conf::CompiledPolicy compiled = default_policy();
     ASSERT_TRUE(compiled.ok());
-    const control::CompiledEgress& egress = compiled.egress.at(0);
+    const conf::CompiledEgress& egress = compiled.egress.at(0);
     const ReplayOptions options = replay_options(egress);
 
     std::vector<uint8_t> non_ip(64, 0);
@@ -277,9 +276,9 @@ TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
 // replayed at that record's time, never back in time, and the report counts them and says by
 // how much; all packets are still accounted for.
 TEST(WireSegments, RecordsGoingBackInTimeAreClampedAndCounted) {
-    const control::CompiledPolicy compiled = default_policy();
+    const conf::CompiledPolicy compiled = default_policy();
     ASSERT_TRUE(compiled.ok());
-    const control::CompiledEgress& egress = compiled.egress.at(0);
+    const conf::CompiledEgress& egress = compiled.egress.at(0);
     const ReplayOptions options = replay_options(egress);
     classifier::Classifier classifier(compiled.classifier);
     ReplayReport report("fifo", kRate, compiled.classifier.class_names, 1, 1'000'000);

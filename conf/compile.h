@@ -1,0 +1,52 @@
+// Compiles a validated Policy into the configurations the dataplane's components are built
+// from: one sched::TreeSpec per egress port, plus where each (class, job) enters that tree,
+// and one classifier::ClassifierConfig. Build is separate from run: this runs once per policy,
+// off the hot path, and its output is immutable.
+//
+// Mapping decisions (documented in conf/README.md):
+//  - Tree nodes are listed in pre-order, so sched leaf ids follow the file's order. Strict
+//    children get priority = position (first listed is served first).
+//  - The root's shaper is the port rate (or the root's own, lower, shaper) with a bucket of
+//    the port's tx_budget: the scheduler never releases more than the TX ring should hold.
+//  - max_packet_bytes is the port's largest frame (PortPolicy::max_frame_bytes); DRR quanta
+//    are weight x that.
+//  - Where each class enters a tree is an admission::LeafMap: O(1) per packet.
+//  - A heuristic absent from the policy is off (the classifier's built-in defaults are not
+//    used for anything the policy file can say).
+//  - Classifier rules name ports by DPDK port id: the caller passes the id of each policy port
+//    (the dataplane knows them after probing); by default policy index = port id.
+// compile_policy() re-validates its output with sched::validate() and
+// ClassifierConfig::validate(); a non-empty `errors` means a mismatch between this policy
+// model and those components, i.e. a bug, reported rather than hidden. Pure function.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "admission/leaf_map.h"
+#include "classifier/config.h"
+#include "conf/policy.h"
+#include "sched/tree_spec.h"
+
+namespace twinlane::conf {
+
+struct CompiledEgress {
+    size_t port = 0;  // index into Policy::ports
+    sched::TreeSpec tree;
+    admission::LeafMap leaves;  // (class, job) -> the sched leaf id (sched::Packet::leaf)
+};
+
+struct CompiledPolicy {
+    std::vector<CompiledEgress> egress;  // same order as Policy::egress_trees
+    classifier::ClassifierConfig classifier;
+    std::vector<std::string> errors;  // empty on success (see the contract above)
+
+    bool ok() const { return errors.empty(); }
+};
+
+// `dpdk_port_ids[i]` is the DPDK port id of Policy::ports[i]; empty means "index = id".
+CompiledPolicy compile_policy(const Policy& policy, std::span<const uint16_t> dpdk_port_ids = {});
+
+}  // namespace twinlane::conf

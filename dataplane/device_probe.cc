@@ -1,0 +1,88 @@
+#include "dataplane/device_probe.h"
+
+#include <pcap/pcap.h>
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "conf/device_name.h"
+#include "dataplane/port.h"
+
+namespace twinlane::dataplane {
+
+std::vector<std::string> eal_arguments(const conf::Policy& policy,
+                                       const std::vector<std::string>& user) {
+    std::vector<std::string> args = user;
+    for (const conf::PortPolicy& port : policy.ports) {
+        const std::optional<conf::DeviceName> device = conf::parse_device(port.device);
+        if (!device || device->kind != conf::DeviceName::Kind::pci) continue;
+        const bool given = std::any_of(user.begin(), user.end(), [&](const std::string& a) {
+            return a.find(device->head) != std::string::npos;
+        });
+        if (given) continue;
+        args.push_back("-a");
+        args.push_back(device->text);
+    }
+    return args;
+}
+
+namespace {
+
+// DPDK's pcap device hands a capture's bytes to the pipeline as Ethernet frames whatever the
+// file's link type, so a `tcpdump -i any` capture (Linux cooked) would be classified as
+// garbage. Refused up front with what to do instead; unreadable files and pipes are left to
+// the PMD, which reports them.
+bool check_pcap_input(const conf::PortPolicy& port, std::string& error) {
+    if (port.device.rfind("net_pcap", 0) != 0) return true;
+    const size_t at = port.device.find("rx_pcap=");
+    if (at == std::string::npos) return true;
+    const size_t start = at + 8;
+    const std::string path = port.device.substr(start, port.device.find(',', start) - start);
+    // Regular files only: reading a FIFO's header here would take it from the PMD.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return true;
+    char errbuf[PCAP_ERRBUF_SIZE] = {};
+    pcap_t* handle = pcap_open_offline(path.c_str(), errbuf);
+    if (handle == nullptr) return true;
+    const int link_type = pcap_datalink(handle);
+    pcap_close(handle);
+    if (link_type == DLT_EN10MB) return true;
+    const char* link_name = pcap_datalink_val_to_name(link_type);
+    error = "port '" + port.name + "': rx_pcap '" + path + "' has link type " +
+            (link_name ? link_name : "?") + " (" + std::to_string(link_type) +
+            "); the pcap device reads only Ethernet captures (capture with tcpdump -i IFACE, "
+            "not -i any; `twinlane replay` reads this file as it is)";
+    return false;
+}
+
+// The DPDK port of a policy port: already probed (PCI, or a --vdev the user passed), else
+// hot-plugged from the policy's vdev string.
+}  // namespace
+
+bool resolve_port(const conf::PortPolicy& port, uint16_t& id, std::string& error) {
+    const std::optional<conf::DeviceName> device = conf::parse_device(port.device);
+    if (!device) {  // the policy loader refuses these: a policy object built another way
+        error = "port '" + port.name + "': '" + port.device + "' is not a device name";
+        return false;
+    }
+    const std::string& name = device->ethdev_name;
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &id) == 0) return true;
+    if (device->kind == conf::DeviceName::Kind::vdev) {
+        if (!check_pcap_input(port, error)) return false;
+        const int rc = rte_dev_probe(port.device.c_str());
+        if (rc != 0) {
+            error = "port '" + port.name + "': cannot probe device '" + port.device +
+                    "': " + rte_strerror(-rc);
+            return false;
+        }
+    }
+    if (find_port(name, id, error)) return true;
+    error = "port '" + port.name + "': " + error;
+    return false;
+}
+
+}  // namespace twinlane::dataplane

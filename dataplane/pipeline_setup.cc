@@ -1,0 +1,263 @@
+#include "dataplane/pipeline_setup.h"
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "dataplane/memory_check.h"
+#include "dataplane/port.h"
+
+namespace twinlane::dataplane {
+namespace {
+
+int socket_of(uint16_t port) {
+    const int socket = rte_eth_dev_socket_id(port);
+    return socket < 0 ? static_cast<int>(rte_socket_id()) : socket;
+}
+
+// Lanes ordered by where their class enters the tree: a pre-order leaf id, so the strict
+// root's first child (highest priority) comes first.
+std::vector<uint8_t> lane_order(const conf::CompiledEgress& egress) {
+    std::vector<uint8_t> order(egress.leaves.class_count());
+    for (size_t i = 0; i < order.size(); ++i)
+        order[i] = static_cast<uint8_t>(i);
+    auto first_leaf = [&](uint8_t lane) { return egress.leaves.class_leaves(lane).first_leaf; };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint8_t a, uint8_t b) { return first_leaf(a) < first_leaf(b); });
+    return order;
+}
+
+}  // namespace
+
+// A port only transmitted to is never read: frames waiting in its RX queues (a net_ring port
+// loops its TX back to its own RX; a NIC may receive on an egress-only port) hold mbufs of the
+// pool until freed here, at shutdown, before the pools' count is compared with the start.
+// Bounded: a device that never runs dry (a pcap read in a loop) gives up after 2^20 bursts.
+void drain_unpolled_rx(const Pipeline& p) {
+    std::vector<bool> polled(p.policy->ports.size(), false);
+    for (const conf::ForwardingPolicy& f : p.policy->forwarding)
+        polled[f.from_port] = true;
+    for (size_t i = 0; i < p.policy->ports.size() && i < p.dpdk_ports.size(); ++i) {
+        if (polled[i]) continue;
+        for (uint16_t queue = 0; queue < p.policy->ports[i].rx_queues; ++queue) {
+            rte_mbuf* burst[kBurst];
+            for (uint32_t round = 0; round < (1u << 20); ++round) {
+                const uint16_t n = rte_eth_rx_burst(p.dpdk_ports[i], queue, burst, kBurst);
+                if (n == 0) break;
+                rte_pktmbuf_free_bulk(burst, n);
+            }
+        }
+    }
+}
+
+uint64_t pools_in_use(const Pipeline& p) {
+    uint64_t total = 0;
+    for (const auto& [socket, pool] : p.pools)
+        total += rte_mempool_in_use_count(pool.get());
+    return total;
+}
+
+bool create_pools(Pipeline& p, std::string& error) {
+    std::map<int, uint64_t> mbufs;
+    for (size_t i = 0; i < p.policy->ports.size(); ++i)
+        mbufs[socket_of(p.dpdk_ports[i])] += p.policy->ports[i].mempool_mbufs;
+    for (const auto& [socket, count] : mbufs) {
+        const std::string name = "twinlane_s" + std::to_string(socket);
+        rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), static_cast<unsigned>(count), 256,
+                                                    0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+        if (pool == nullptr) {
+            error = "cannot create a pool of " + std::to_string(count) + " mbufs on socket " +
+                    std::to_string(socket) + ": " + rte_strerror(rte_errno);
+            return false;
+        }
+        p.pools[socket].reset(pool);
+    }
+    return true;
+}
+
+bool start_ports(Pipeline& p, std::string& error) {
+    for (size_t i = 0; i < p.policy->ports.size(); ++i) {
+        const conf::PortPolicy& port = p.policy->ports[i];
+        const PortSettings settings{.rx_queues = port.rx_queues,
+                                    .tx_queues = port.tx_queues,
+                                    .rx_descriptors = port.rx_descriptors,
+                                    .tx_descriptors = port.tx_descriptors,
+                                    .mtu = port.mtu};
+        std::string reason;
+        if (!start_port(p.dpdk_ports[i], settings, p.pools[socket_of(p.dpdk_ports[i])].get(),
+                        reason)) {
+            error = "port '" + port.name + "' (" + port.device + ") failed to start: " + reason;
+            return false;
+        }
+        p.started_ports.push_back(p.dpdk_ports[i]);
+        spdlog::info(
+            "port '{}' ({}) started: {} RX / {} TX queues, MTU {}, rate {} bit/s, "
+            "tx_budget {} B",
+            port.name, port_name(p.dpdk_ports[i]), port.rx_queues, port.tx_queues, port.mtu,
+            port.rate_bits_per_sec, port.tx_budget_bytes);
+    }
+    return true;
+}
+
+bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::string& error) {
+    // Each tree's packet pool is allocated below: refuse what would end in an out-of-memory kill.
+    if (auto too_big = scheduler_trees_exceed_memory(*p.policy, p.compiled.egress)) {
+        error = *too_big;
+        return false;
+    }
+    const size_t lanes = p.policy->classes.size();
+    p.egress_of.assign(p.policy->ports.size(), std::nullopt);
+    for (size_t e = 0; e < p.compiled.egress.size(); ++e) {
+        conf::CompiledEgress& compiled = p.compiled.egress[e];
+        const conf::PortPolicy& port = p.policy->ports[compiled.port];
+        p.egress_of[compiled.port] = e;
+        auto task = std::make_unique<EgressTask>();
+        task->dpdk_port = p.dpdk_ports[compiled.port];
+        task->policy_port = static_cast<uint16_t>(compiled.port);
+        auto built = sched::Scheduler::build(compiled.tree);
+        if (!built.scheduler) {
+            error = "port '" + port.name + "': scheduler: " + built.error->to_string();
+            return false;
+        }
+        task->scheduler = std::move(built.scheduler);
+        task->leaves = compiled.leaves;
+        task->lane_order = lane_order(compiled);
+        task->pacer.set(port.rate_bits_per_sec, port.tx_budget_bytes);
+        task->max_frame_bytes = port.max_frame_bytes();
+
+        // One producer lcore lets the ring skip the multi-producer compare-and-swap.
+        size_t producers = 0;
+        for (const LcoreRole& role : plan.lcores) {
+            producers +=
+                std::any_of(role.rx.begin(), role.rx.end(), [&](const RxQueueAssignment& q) {
+                    for (const conf::ForwardingPolicy& f : p.policy->forwarding)
+                        if (f.from_port == q.port && f.to_port == compiled.port) return true;
+                    return false;
+                });
+        }
+        const unsigned flags = RING_F_SC_DEQ | (producers <= 1 ? RING_F_SP_ENQ : 0);
+        for (size_t lane = 0; lane < lanes; ++lane) {
+            const std::string name = "tl_e" + std::to_string(e) + "_l" + std::to_string(lane);
+            rte_ring* ring = rte_ring_create(name.c_str(), std::bit_ceil(ring_slots),
+                                             socket_of(task->dpdk_port), flags);
+            if (ring == nullptr) {
+                error = "cannot create lane ring " + name + ": " + rte_strerror(rte_errno);
+                return false;
+            }
+            p.rings.emplace_back(ring);
+            task->lanes.push_back(ring);
+        }
+        size_t held_by_rings = kBurst;
+        for (rte_ring* ring : task->lanes)
+            held_by_rings += rte_ring_get_capacity(ring);
+        task->arrival_scratch.reserve(held_by_rings);
+        p.egress.push_back(std::move(task));
+    }
+    return true;
+}
+
+bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error) {
+    size_t rx_lcores = 0;
+    for (const LcoreRole& role : plan.lcores)
+        rx_lcores += role.rx.empty() ? 0 : 1;
+    // Each RX lcore's flow table is allocated and touched below.
+    if (auto too_big = flow_tables_exceed_memory(*p.policy, p.compiled.classifier, rx_lcores)) {
+        error = *too_big;
+        return false;
+    }
+    for (const LcoreRole& role : plan.lcores) {
+        auto ctx = std::make_unique<LcoreContext>();
+        ctx->lcore = role.lcore;
+        for (const RxQueueAssignment& q : role.rx) {
+            const auto forward = std::find_if(
+                p.policy->forwarding.begin(), p.policy->forwarding.end(),
+                [&](const conf::ForwardingPolicy& f) { return f.from_port == q.port; });
+            if (forward == p.policy->forwarding.end()) continue;
+            RxTask task;
+            task.dpdk_port = p.dpdk_ports[q.port];
+            task.queue = q.queue;
+            task.policy_port = static_cast<uint16_t>(q.port);
+            task.lanes = p.egress[*p.egress_of[forward->to_port]]->lanes;
+            ctx->rx.push_back(std::move(task));
+        }
+        for (size_t port : role.egress)
+            ctx->egress.push_back(p.egress[*p.egress_of[port]].get());
+        for (RxTask& task : ctx->rx) {
+            for (EgressTask* e : ctx->egress)
+                if (e->lanes == task.lanes) task.local_egress = e;
+        }
+        if (!ctx->rx.empty()) {
+            try {
+                ctx->classifier = std::make_unique<classifier::Classifier>(p.compiled.classifier);
+            } catch (const std::exception& e) {
+                error = std::string("classifier: ") + e.what();
+                return false;
+            }
+        }
+        p.lcores.push_back(std::move(ctx));
+    }
+    for (const std::unique_ptr<EgressTask>& e : p.egress) {
+        e->ring_fed = false;
+        for (const std::unique_ptr<LcoreContext>& ctx : p.lcores)
+            for (const RxTask& task : ctx->rx)
+                if (task.lanes == e->lanes && task.local_egress != e.get()) e->ring_fed = true;
+    }
+    return true;
+}
+
+std::string describe_role(const Pipeline& p, const LcoreContext& ctx) {
+    std::string text = "lcore " + std::to_string(ctx.lcore) + ":";
+    for (const RxTask& t : ctx.rx)
+        text += " rx " + p.policy->ports[t.policy_port].name + "/" + std::to_string(t.queue);
+    for (const EgressTask* e : ctx.egress)
+        text += " sched " + p.policy->ports[e->policy_port].name;
+    return text;
+}
+
+std::vector<const LcoreCounters*> counter_blocks(const Pipeline& p) {
+    std::vector<const LcoreCounters*> blocks;
+    for (const auto& ctx : p.lcores)
+        blocks.push_back(ctx->counters.get());
+    return blocks;
+}
+
+bool driver_is(uint16_t port, const char* driver) {
+    rte_eth_dev_info info{};
+    return rte_eth_dev_info_get(port, &info) == 0 && info.driver_name != nullptr &&
+           std::string(info.driver_name) == driver;
+}
+
+bool every_input_is_pcap(const Pipeline& p) {
+    for (const conf::ForwardingPolicy& f : p.policy->forwarding) {
+        if (!driver_is(p.dpdk_ports[f.from_port], "net_pcap")) return false;
+    }
+    return true;
+}
+
+std::vector<DaemonLcore> daemon_roles(const Pipeline& p) {
+    std::vector<DaemonLcore> roles;
+    for (const auto& ctx : p.lcores) {
+        DaemonLcore role;
+        role.lcore = ctx->lcore;
+        role.role = ctx->rx.empty()       ? "scheduler"
+                    : ctx->egress.empty() ? "rx"
+                                          : "run_to_completion";
+        auto add = [&](uint16_t port) {
+            const std::string& name = p.policy->ports[port].name;
+            if (std::find(role.ports.begin(), role.ports.end(), name) == role.ports.end())
+                role.ports.push_back(name);
+        };
+        for (const RxTask& t : ctx->rx)
+            add(t.policy_port);
+        for (const EgressTask* e : ctx->egress)
+            add(e->policy_port);
+        roles.push_back(std::move(role));
+    }
+    return roles;
+}
+
+}  // namespace twinlane::dataplane

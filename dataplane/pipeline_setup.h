@@ -1,0 +1,72 @@
+// The pipeline a `twinlane run` owns, and its construction from a compiled policy, step by
+// step (the Daemon, daemon.h, calls them in order): mbuf pools per NUMA socket, ports started,
+// per egress port its scheduler, pacer and lane rings, per lcore its RX tasks, egress tasks and
+// classifier. Everything is allocated here, before launch; the lcores (pipeline.h) allocate
+// nothing. Control path only; each step returns false with `error` naming the port or policy
+// field.
+#pragma once
+
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conf/compile.h"
+#include "conf/policy.h"
+#include "dataplane/daemon_control.h"
+#include "dataplane/lcore_plan.h"
+#include "dataplane/pipeline.h"
+#include "dataplane/port.h"
+
+namespace twinlane::dataplane {
+
+struct RingDeleter {
+    void operator()(rte_ring* r) const { rte_ring_free(r); }
+};
+struct PoolDeleter {
+    void operator()(rte_mempool* p) const { rte_mempool_free(p); }
+};
+
+// Everything a run owns; destroyed in reverse order of construction after the lcores stop.
+struct Pipeline {
+    std::shared_ptr<const conf::Policy> policy;
+    conf::CompiledPolicy compiled;
+    std::vector<uint16_t> dpdk_ports;              // by policy port index
+    std::vector<std::optional<size_t>> egress_of;  // policy port -> index into egress
+    std::map<int, std::unique_ptr<rte_mempool, PoolDeleter>> pools;  // by socket
+    std::vector<std::unique_ptr<rte_ring, RingDeleter>> rings;
+    std::vector<std::unique_ptr<EgressTask>> egress;  // same order as compiled.egress
+    std::vector<std::unique_ptr<LcoreContext>> lcores;
+    std::vector<uint16_t> started_ports;
+    PipelineShared shared;
+
+    ~Pipeline() {
+        for (uint16_t port : started_ports)
+            stop_port(port);
+    }
+};
+
+// One pool per NUMA socket of the ports, each the sum of its ports' `mempool`.
+bool create_pools(Pipeline& p, std::string& error);
+bool start_ports(Pipeline& p, std::string& error);
+// Per egress port: scheduler, leaf map, pacer, lane rings (`ring_slots` each).
+bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::string& error);
+// Per lcore of `plan`: its RX tasks (with a classifier) and egress tasks.
+bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error);
+
+// mbufs out of the pools now (the leak check compares start and end).
+uint64_t pools_in_use(const Pipeline& p);
+// At shutdown: frees frames waiting in RX queues that no lcore polls.
+void drain_unpolled_rx(const Pipeline& p);
+std::vector<const LcoreCounters*> counter_blocks(const Pipeline& p);
+// "lcore 1: rx west/0 sched east", for the log and the report.
+std::string describe_role(const Pipeline& p, const LcoreContext& ctx);
+std::vector<DaemonLcore> daemon_roles(const Pipeline& p);
+bool driver_is(uint16_t port, const char* driver);
+bool every_input_is_pcap(const Pipeline& p);
+
+}  // namespace twinlane::dataplane

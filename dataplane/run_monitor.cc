@@ -1,0 +1,80 @@
+#include "dataplane/run_monitor.h"
+
+#include <rte_ethdev.h>
+#include <spdlog/spdlog.h>
+
+#include "dataplane/stop_signal.h"
+
+namespace twinlane::dataplane {
+
+Monitor::~Monitor() {
+    {
+        std::lock_guard lock(mutex_);
+        done_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+}
+
+void Monitor::run() {
+    const auto start = Clock::now();
+    auto last_rx_change = start;
+    auto next_stats = start + std::chrono::nanoseconds(options_.stats_interval_ns);
+    auto next_link = start;
+    uint64_t last_rx = 0;
+    uint64_t stats_rx = 0, stats_tx = 0;
+    auto stats_at = start;
+    std::vector<int> link_up(pipeline_.dpdk_ports.size(), -1);
+    std::unique_lock lock(mutex_);
+    while (!done_) {
+        wake_.wait_for(lock, std::chrono::milliseconds(10));
+        const auto now = Clock::now();
+        if (now >= next_link) {
+            next_link = now + std::chrono::milliseconds(500);
+            poll_links(link_up);
+        }
+        const CounterSnapshot s =
+            snapshot(counter_blocks(pipeline_), static_cast<uint32_t>(link_up.size()),
+                     static_cast<uint32_t>(pipeline_.policy->classes.size()));
+        if (options_.stats_interval_ns != 0 && now >= next_stats) {
+            const double dt = std::chrono::duration<double>(now - stats_at).count();
+            spdlog::info("stats: rx {:.3f} Mpps, tx {:.3f} Mpps, dropped {}, rx total {}",
+                         static_cast<double>(s.rx_packets() - stats_rx) / dt / 1e6,
+                         static_cast<double>(s.tx_packets() - stats_tx) / dt / 1e6, s.dropped(),
+                         s.rx_packets());
+            stats_rx = s.rx_packets();
+            stats_tx = s.tx_packets();
+            stats_at = now;
+            next_stats = now + std::chrono::nanoseconds(options_.stats_interval_ns);
+        }
+        if (s.rx_packets() != last_rx) {
+            last_rx = s.rx_packets();
+            last_rx_change = now;
+        } else if (idle_exit_ && s.rx_packets() == s.tx_packets() + s.dropped() &&
+                   now - last_rx_change > std::chrono::nanoseconds(options_.idle_exit_ns)) {
+            spdlog::info("input idle for {} ms with nothing queued: stopping",
+                         options_.idle_exit_ns / 1'000'000);
+            request_stop();
+        }
+        if (options_.duration_ns != 0 &&
+            now - start >= std::chrono::nanoseconds(options_.duration_ns))
+            request_stop();
+    }
+}
+
+void Monitor::poll_links(std::vector<int>& link_up) {
+    for (size_t i = 0; i < link_up.size(); ++i) {
+        rte_eth_link link{};
+        if (rte_eth_link_get_nowait(pipeline_.dpdk_ports[i], &link) != 0) continue;
+        if (link.link_status == link_up[i]) continue;
+        link_up[i] = link.link_status;
+        const std::string& name = pipeline_.policy->ports[i].name;
+        if (link.link_status)
+            spdlog::info("port '{}' link up: {} Mbps {}", name, link.link_speed,
+                         link.link_duplex ? "full-duplex" : "half-duplex");
+        else
+            spdlog::warn("port '{}' link down", name);
+    }
+}
+
+}  // namespace twinlane::dataplane

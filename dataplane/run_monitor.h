@@ -1,0 +1,39 @@
+// The run's monitor thread, off the hot path: link status changes (logged), periodic stats,
+// end of input (every input idle with nothing queued) and the duration limit, both of which
+// request the stop. Reads the lcores' counters with relaxed loads while they run. Lives from
+// just before the lcores launch until they have returned.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "dataplane/daemon_options.h"
+#include "dataplane/pipeline_setup.h"
+
+namespace twinlane::dataplane {
+
+class Monitor {
+  public:
+    Monitor(const Pipeline& p, const DaemonOptions& options, bool idle_exit)
+        : pipeline_(p), options_(options), idle_exit_(idle_exit), thread_([this] { run(); }) {}
+    ~Monitor();
+
+  private:
+    using Clock = std::chrono::steady_clock;
+
+    void run();
+    void poll_links(std::vector<int>& link_up);
+
+    const Pipeline& pipeline_;
+    const DaemonOptions& options_;
+    const bool idle_exit_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool done_ = false;
+    std::thread thread_;  // last: starts after the fields above exist
+};
+
+}  // namespace twinlane::dataplane

@@ -1,0 +1,112 @@
+// `twinlane check -c FILE`: output and exit codes, directly and through CLI11.
+#include "conf/check_command.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace twinlane::conf {
+namespace {
+
+const std::string kDefault = std::string(TWINLANE_CONF_DIR) + "/default.yaml";
+const std::string kBroken = std::string(TWINLANE_CONF_TEST_DATA) + "/broken.yaml";
+
+TEST(CheckCommand, ValidPolicyPrintsASummary) {
+    std::ostringstream out, err;
+    EXPECT_EQ(run_check(kDefault, out, err), 0);
+    EXPECT_EQ(out.str(), "OK: " + kDefault + ": 2 ports, 3 classes, 6 rules\n");
+    EXPECT_EQ(err.str(), "");
+}
+
+TEST(CheckCommand, InvalidPolicyPrintsOneErrorPerLine) {
+    std::ostringstream out, err;
+    EXPECT_EQ(run_check(kBroken, out, err), 1);
+    EXPECT_EQ(out.str(), "");
+    std::istringstream lines(err.str());
+    std::string line;
+    int count = 0;
+    while (std::getline(lines, line)) {
+        ++count;
+        EXPECT_EQ(line.rfind(kBroken + ":", 0), 0u) << line;
+    }
+    EXPECT_EQ(count, 10);
+    EXPECT_NE(err.str().find(kBroken + ":8:5: ports[0].rx_queus: unknown key"), std::string::npos);
+}
+
+TEST(CheckCommand, MissingFileIsAnError) {
+    std::ostringstream out, err;
+    EXPECT_EQ(run_check("/nonexistent/policy.yaml", out, err), 1);
+    EXPECT_EQ(err.str(), "/nonexistent/policy.yaml: cannot read the file\n");
+}
+
+// A policy that validates but that the components refuse once compiled (here the root
+// shaper's bucket, tx_budget, above the scheduler's 256 MiB) fails check as it fails run.
+TEST(CheckCommand, WhatRunWouldRefuseFailsCheck) {
+    const std::string path = ::testing::TempDir() + "/check_compile.yaml";
+    std::ofstream(path) << R"(version: 1
+ports:
+  - {name: a, device: net_null0, rate: 10G, tx_budget: 300MiB}
+  - {name: b, device: net_null1, rate: 10G}
+forwarding: [{from: a, to: b}, {from: b, to: a}]
+classes: [other]
+scheduler: {name: root, kind: fifo, class: other}
+classifier: {heuristics: {default_class: other}}
+)";
+    std::ostringstream out, err;
+    EXPECT_EQ(run_check(path, out, err), 1) << out.str();
+    EXPECT_EQ(out.str(), "");
+    EXPECT_NE(err.str().find(path + ": compile: tree of port 'a': node 'root': field "
+                                    "'shaper.burst_bytes'"),
+              std::string::npos)
+        << err.str();
+}
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+    CLI::App app{"twinlane"};
+    app.require_subcommand(1);
+    add_check_command(app, out, err);
+    std::vector<const char*> argv{"twinlane"};
+    for (const std::string& arg : args)
+        argv.push_back(arg.c_str());
+    try {
+        app.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::ParseError& e) {
+        std::ostringstream ignored;
+        return app.exit(e, ignored, ignored);
+    }
+    return 0;
+}
+
+TEST(CheckCommand, SubcommandExitCodes) {
+    std::ostringstream out, err;
+    EXPECT_EQ(run_cli({"check", "-c", kDefault}, out, err), 0);
+    EXPECT_NE(out.str().find("OK: "), std::string::npos);
+
+    std::ostringstream out2, err2;
+    EXPECT_EQ(run_cli({"check", "--config", kBroken}, out2, err2), 1);
+    EXPECT_NE(err2.str().find("ports[1].name: duplicate port name"), std::string::npos);
+}
+
+TEST(CheckCommand, ThrowsRuntimeErrorCarryingTheExitCode) {
+    std::ostringstream out, err;
+    CLI::App app{"twinlane"};
+    add_check_command(app, out, err);
+    const std::vector<const char*> argv{"twinlane", "check", "-c", kBroken.c_str()};
+    try {
+        app.parse(static_cast<int>(argv.size()), argv.data());
+        FAIL() << "expected CLI::RuntimeError";
+    } catch (const CLI::RuntimeError& e) {
+        EXPECT_EQ(e.get_exit_code(), 1);
+    }
+}
+
+TEST(CheckCommand, ConfigOptionIsRequired) {
+    std::ostringstream out, err;
+    EXPECT_NE(run_cli({"check"}, out, err), 0);
+    EXPECT_EQ(out.str(), "");
+}
+
+}  // namespace
+}  // namespace twinlane::conf
