@@ -49,15 +49,18 @@ class SchedulerAdmission {
             // Field by field in place: a descriptor built on the stack and copied made the
             // byte stores of `user` feed a wider load of the copy, a failed store forward that
             // was most of the enqueue stage's samples (perf, net_null 64 B).
-            sched::Packet& p = pkts[i];
-            const auto& c = source_.classified(items[i]);
-            source_.describe(p, items[i]);
-            p.flow_hash = c.flow_hash;
-            p.leaf = leaves_.leaf(lane, c.job_id);
-            p.user = lane;
+            source_.describe(pkts[i], items[i]);
+            place(pkts[i], lane, source_.classified(items[i]));
         }
-        const uint32_t accepted = scheduler_.enqueue(pkts, n, now_ns_, drops_.data());
-        if (accepted != n) source_.dropped(drops_.data(), n - accepted);
+        enqueue(pkts, n);
+    }
+
+    // One packet whose descriptor the caller has filled as describe() would (replay builds it
+    // once per arrival): the same placement and enqueue, without a copy into the scratch.
+    template <typename Classified>
+    void admit_one(uint8_t lane, sched::Packet& packet, const Classified& c) {
+        place(packet, lane, c);
+        enqueue(&packet, 1);
     }
 
     void reclassified(uint8_t lane, Item item) {
@@ -68,6 +71,17 @@ class SchedulerAdmission {
     }
 
   private:
+    template <typename Classified>
+    void place(sched::Packet& p, uint8_t lane, const Classified& c) const {
+        p.flow_hash = c.flow_hash;
+        p.leaf = leaves_.leaf(lane, c.job_id);
+        p.user = lane;
+    }
+    void enqueue(sched::Packet* pkts, uint32_t n) {
+        const uint32_t accepted = scheduler_.enqueue(pkts, n, now_ns_, drops_.data());
+        if (accepted != n) source_.dropped(drops_.data(), n - accepted);
+    }
+
     sched::Scheduler& scheduler_;
     const LeafMap& leaves_;
     const uint32_t lane_count_;

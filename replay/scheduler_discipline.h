@@ -23,18 +23,16 @@ public:
     std::string_view name() const override { return "twinlane"; }
     void enqueue(sched::Packet& packet, uint8_t class_id, uint32_t job_id, uint64_t now_ns,
                  std::vector<ReplayDrop>& drops) override {
-        const Arrival arrival{&packet, class_id, job_id, packet.flow_hash,
-                              classifier::kNoPreviousClass, 0};
-        const Arrival* item = &arrival;
+        const Arrival arrival{class_id, job_id, packet.flow_hash, classifier::kNoPreviousClass, 0};
         Source source{&drops};
-        Admission(*scheduler_, leaves_, lane_count(), source, scratch_, refused_, now_ns)
-            .admit(lane(class_id), &item, 1);
+        Admission(*scheduler_, leaves_, lane_count(), source, {}, refused_, now_ns)
+            .admit_one(lane(class_id), packet, arrival);
     }
     void reclassified(uint32_t flow_hash, uint8_t previous_class, uint32_t previous_job,
                       uint8_t class_id, uint32_t job_id) override {
-        const Arrival arrival{nullptr, class_id, job_id, flow_hash, previous_class, previous_job};
+        const Arrival arrival{class_id, job_id, flow_hash, previous_class, previous_job};
         Source source{nullptr};  // moving queued packets drops nothing
-        Admission(*scheduler_, leaves_, lane_count(), source, scratch_, refused_, 0)
+        Admission(*scheduler_, leaves_, lane_count(), source, {}, refused_, 0)
             .reclassified(lane(class_id), &arrival);
     }
     bool dequeue(uint64_t now_ns, sched::Packet& out, std::vector<ReplayDrop>& drops) override {
@@ -52,10 +50,9 @@ public:
     const sched::Scheduler& scheduler() const { return *scheduler_; }
 
 private:
-    // One arrival as the engine offers it: its descriptor (filled by the engine) and its
-    // classification.
+    // An arrival's classification, as the engine offers it (its descriptor, filled by the
+    // engine, is admitted as it is: admit_one).
     struct Arrival {
-        sched::Packet* packet;
         uint8_t class_id;
         uint32_t job_id;
         uint32_t flow_hash;
@@ -67,7 +64,7 @@ private:
         std::vector<ReplayDrop>* drops;
         const Arrival& classified(Item a) const { return *a; }
         uint32_t previous_job(Item a) const { return a->previous_job; }
-        void describe(sched::Packet& p, Item a) const { p = *a->packet; }
+        void describe(sched::Packet&, Item) const {}  // admit_one only
         void dropped(const sched::DroppedPacket* d, uint32_t n) {
             for (uint32_t i = 0; i < n; ++i)
                 drops->push_back({d[i].packet, sched::to_string(d[i].reason)});
@@ -80,7 +77,6 @@ private:
 
     std::unique_ptr<sched::Scheduler> scheduler_;
     admission::LeafMap leaves_;
-    std::array<sched::Packet, 1> scratch_;
     std::array<sched::DroppedPacket, 1> refused_;
     // Room for CoDel drops of one dequeue; a member so it is not re-initialised per packet.
     std::array<sched::DroppedPacket, 64> dropped_;

@@ -9,7 +9,9 @@
 #         both programs, so absolute rates are lower than null's.
 # Prints Mpps of both, the ratio, and twinlane's cycles per packet per stage.
 # Bounded: SECONDS_PER_RUN (default 5) per run, 8 runs. INPUTS="null mix" (default) selects;
-# HUGE_DIR runs both programs on hugepages (see below).
+# HUGE_DIR runs both programs on hugepages (see below). BASELINE=/path/to/an/older/twinlane
+# runs it and this one alternately, RUNS times each (default 3), and prints both medians and
+# their ratio instead of testpmd's column (side by side in one run: the machine drifts).
 #   tools/bench_dataplane.sh [TWINLANE|BUILD_DIR] [--benchmark_min_time=...]
 #   (default TWINLANE: build/dataplane/twinlane; a --benchmark_min_time argument, as
 #   tools/test.sh passes to every benchmark for a brief run, shortens each run to 1 s)
@@ -131,13 +133,41 @@ testpmd_mpps() {  # testpmd_mpps INPUT SIZE: io forwarding on lcore 1 (lcore 0 r
 # with testpmd (whose main lcore sleeps reading commands), exactly one lcore runs. (A main lcore
 # without a role now sleeps while the workers run; it used to busy-wait, which on a 2-vCPU VM
 # halved the forwarding lcore's rate.) The monitor thread sleeps either way.
-twinlane_run() {  # twinlane_run INPUT SIZE: writes the JSON report
+twinlane_run() {  # twinlane_run INPUT SIZE [BINARY]: writes the JSON report
     policy "$1" "$2"
     # --no-control: a daemon (or another bench) holding the policy's default control socket
     # must not make the run fail.
-    timeout $((seconds + 30)) "$twinlane" --log-level warn run --json --duration "$seconds" \
+    timeout $((seconds + 30)) "${3:-$twinlane}" --log-level warn run --json --duration "$seconds" \
         --no-control -c "$work/policy.yaml" -- "${eal[@]}" -l 1 >"$work/twinlane.json"
 }
+
+twinlane_mpps() {  # twinlane_mpps INPUT SIZE BINARY
+    twinlane_run "$1" "$2" "$3"
+    python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c["tx_packets"] / c["elapsed_s"] / 1e6)' \
+        "$work/twinlane.json"
+}
+
+if [ -n "${BASELINE:-}" ]; then
+    printf "%-14s %14s %14s %8s\n" "input, frame" "baseline Mpps" "twinlane Mpps" "ratio"
+    for input in ${INPUTS:-null mix}; do
+    for size in ${SIZES:-64 1500}; do
+        [ "$input" = mix ] && make_mix "$size"
+        base=() new=()
+        for _ in $(seq "${RUNS:-3}"); do
+            base+=("$(twinlane_mpps "$input" "$size" "$BASELINE")")
+            new+=("$(twinlane_mpps "$input" "$size" "$twinlane")")
+        done
+        python3 - "$input, $size B" "${base[*]}" "${new[*]}" <<'PY'
+import statistics, sys
+base = [float(x) for x in sys.argv[2].split()]
+new = [float(x) for x in sys.argv[3].split()]
+b, n = statistics.median(base), statistics.median(new)
+print(f"{sys.argv[1]:<14} {b:14.3f} {n:14.3f} {n / b:8.3f}   runs: {sys.argv[2]} | {sys.argv[3]}")
+PY
+    done
+    done
+    exit 0
+fi
 
 printf "%-14s %14s %14s %8s   %s\n" "input, frame" "testpmd Mpps" "twinlane Mpps" "ratio" \
     "twinlane cycles/packet (rx+classify, sched enqueue, dequeue+tx)"

@@ -2,7 +2,8 @@
 # README command 2: set up, build, and run every test. The last line is
 # `tests: N passed, N failed` (GoogleTest cases plus script tests); non-zero exit on failure.
 #   BUILD_DIR=build-x tools/test.sh      use another build directory
-#   SANITIZE=1 tools/test.sh             also build with -Db_sanitize=address,undefined and test it
+#   SANITIZE=1 tools/test.sh             also build with -Db_sanitize=address,undefined and test it,
+#                                        and run the cross-thread tests under ThreadSanitizer
 #   FUZZ_SECONDS=60 tools/test.sh        fuzz the classifier longer (default 20 s)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,16 @@ if [ "${SANITIZE:-0}" = 1 ]; then
     # (it measures time, which the sanitizers would skew).
     run_suite "$build-asan" --no-suite fuzz --no-suite e2e || { echo "tests: 0 passed, 1 failed"; exit 1; }
     logs+=("$build-asan/meson-logs")
+    # ThreadSanitizer on the tests that read counters across threads (suite tsan): only their
+    # binaries are built.
+    configure "$build-tsan" debugoptimized -Db_sanitize=thread -Db_lundef=false || exit 1
+    tsan_targets=$(meson introspect "$build-tsan" --tests |
+        python3 -c 'import json,sys,os; print(" ".join(os.path.relpath(t["cmd"][0], sys.argv[1]) for t in json.load(sys.stdin) if "twinlane:tsan" in t["suite"]))' "$build-tsan")
+    ninja -C "$build-tsan" $tsan_targets >/dev/null || { echo "tests: 0 passed, 1 failed"; exit 1; }
+    meson test -C "$build-tsan" --suite tsan --no-rebuild --print-errorlogs \
+        >"$build-tsan/meson-logs/test-output.txt" 2>&1
+    grep -E '^ *[0-9]+/[0-9]+ ' "$build-tsan/meson-logs/test-output.txt"
+    logs+=("$build-tsan/meson-logs")
 fi
 
 # Benchmarks run briefly so that their side-by-side tables show and they cannot rot.
