@@ -30,10 +30,10 @@
 //     QUEUE_COUNTERS = control/stats_json.h's queue_counters_to_json(sched::QueueCounters).
 //   flows_top(n):   [{"src", "dst", "proto", "src_port", "dst_port", "ingress_port", "class",
 //                     "job", "packets", "bytes", "last_seen_ns"}]  by bytes, largest first
-//   rules_list():   [RULE] in the policy file's schema (control/policy_document.h)
+//   rules_list():   [RULE] in the policy file's schema (conf/policy_document.h)
 //   rules_add/rules_delete/class_set/policy_load: {"policy_epoch": N, "policy_source": ...}
 //   policy_show(): {"policy_source", "policy_epoch", "document": the policy document as JSON}
-//                  (control/policy_document.h; twinlanectl renders it as YAML)
+//                  (conf/policy_document.h; twinlanectl renders it as YAML)
 //   log_level()/set_log_level(): {"log_level": "info"}
 #pragma once
 

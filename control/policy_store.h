@@ -3,7 +3,7 @@
 // realtime daemon wraps with live counters).
 //
 // Every change (rules add/delete, class set, policy load) edits a copy of the running policy's
-// document (control/policy_document.h), re-parses and re-compiles it, and publishes the result
+// document (conf/policy_document.h), re-parses and re-compiles it, and publishes the result
 // only if both succeed: a rejected change leaves the running version untouched and returns
 // every problem found. Published versions are immutable; readers take a shared_ptr snapshot
 // (current()) and keep it as long as they need. A subclass may gate publishing with

@@ -7,7 +7,8 @@
 // class (PacketMeta::previous_class): its earlier packets went to the old lane, and every one
 // of them must be in the scheduler before the packet that names the change moves them to the
 // new leaf (Scheduler::move_flow), or they would leave after it. The RX side puts the earlier
-// packets in their ring before that packet in its own (ring_in_arrival_order), so all of them
+// packets in their ring before that packet in its own (admission::ClassifiedBurst admits a
+// burst in arrival order then), so all of them
 // are in the rings by the time it is seen. From that packet on, the round therefore admits
 // everything the lanes hold at that moment (a consistent cut, see admit_in_arrival_order) in
 // arrival order: by RX burst time, then position in the burst (PacketMeta::burst_index), then

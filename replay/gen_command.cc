@@ -11,7 +11,7 @@
 namespace twinlane::replay {
 namespace {
 
-// Adapts a control/units parser (value or reason) to a CLI11 validator (empty or reason).
+// Adapts a conf/units parser (value or reason) to a CLI11 validator (empty or reason).
 template <typename Parser>
 CLI::Validator parsed_by(Parser parser, const std::string& description) {
     return CLI::Validator(

@@ -229,7 +229,7 @@ TEST(LaneAdmission, RandomReclassificationsAcrossTwoRxLcores) {
                 burst.push_back(p);
             }
             // As rx_stage: by lane, unless the burst holds a reclassification (then runs of
-            // one lane in arrival order, ring_in_arrival_order).
+            // one lane in arrival order, admission::ClassifiedBurst).
             if (!reclassified) {
                 for (uint8_t lane = 0; lane < kLanes; ++lane) {
                     Op op{lane, {}};
