@@ -5,12 +5,31 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstring>
 #include <tuple>
 
 #include "conf/policy_loader.h"
 
 namespace twinlane::conf {
+namespace {
+
+// Why `path` cannot be read, with the system's reason; a link to nothing says where it points.
+std::string cannot_read(const std::string& path, int error) {
+    if (error == ENOENT) {
+        struct stat link {};
+        std::array<char, 4096> target{};
+        if (lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+            const ssize_t n = readlink(path.c_str(), target.data(), target.size() - 1);
+            return "a symbolic link to '" + std::string(target.data(), n > 0 ? n : 0) +
+                   "', which does not exist (dangling link)";
+        }
+    }
+    return std::string("cannot read the file: ") + std::strerror(error);
+}
+
+}  // namespace
 
 PolicyResult PolicyLoader::load(std::string_view text) {
     YAML::Node document;
@@ -18,6 +37,12 @@ PolicyResult PolicyLoader::load(std::string_view text) {
         const std::string yaml(text);
         // Before any node is built or walked: nested aliases expand exponentially.
         const YamlExtent extent = measure_yaml(yaml, kMaxPolicyNodes);
+        if (extent.too_deep) {
+            errors_.add(extent.too_deep_at, "",
+                        "the document nests collections deeper than " +
+                            std::to_string(kMaxYamlDepth) + " levels");
+            return PolicyResult{nullptr, errors_.take()};
+        }
         if (extent.too_many_nodes) {
             errors_.add(extent.overflow, "",
                         "the document expands to more than " + std::to_string(kMaxPolicyNodes) +
@@ -149,27 +174,31 @@ PolicyResult load_policy(const std::string& path, const PortRateOverride& overri
                                   " MiB, the most a policy file may hold";
     // stat first, so a FIFO or device is never opened (opening one can block or have effects).
     struct stat info {};
-    if (stat(path.c_str(), &info) != 0) return refuse("cannot read the file");
+    if (stat(path.c_str(), &info) != 0) return refuse(cannot_read(path, errno));
     if (!S_ISREG(info.st_mode)) return refuse(not_regular);
     if (static_cast<uint64_t>(info.st_size) > kMaxPolicyFileBytes) return refuse(too_large);
     // Non-blocking and checked again: the path may have been swapped for a FIFO meanwhile.
     const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return refuse("cannot read the file");
+    if (fd < 0) return refuse(cannot_read(path, errno));
     std::string text;
     bool regular = fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
     bool read_ok = regular;
+    int read_error = 0;
     // Read at most one byte past the bound: a file growing while read is still refused.
     char buffer[64 * 1024];
     while (read_ok && text.size() <= kMaxPolicyFileBytes) {
         const ssize_t got = read(fd, buffer, sizeof buffer);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) read_ok = false;
+        if (got < 0) {
+            read_ok = false;
+            read_error = errno;
+        }
         if (got <= 0) break;
         text.append(buffer, static_cast<size_t>(got));
     }
     close(fd);
     if (!regular) return refuse(not_regular);
-    if (!read_ok) return refuse("cannot read the file");
+    if (!read_ok) return refuse(cannot_read(path, read_error));
     if (text.size() > kMaxPolicyFileBytes) return refuse(too_large);
     return parse_policy(text, path, override);
 }

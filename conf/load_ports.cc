@@ -127,12 +127,20 @@ void PolicyLoader::read_port_budget(const MapFields& map, const Field& item, Por
     }
     port.tx_budget_bytes = budget.resolve(port.rate_bits_per_sec);
     if (overrides(port)) port.tx_budget_bytes = std::max(port.tx_budget_bytes, frame_bytes);
+    const Field& at = budget_field ? *budget_field : item;
     if (port.rate_bits_per_sec != 0 && port.tx_budget_bytes < frame_bytes) {
-        const Field& at = budget_field ? *budget_field : item;
         errors_.add(at.mark, join_path(item.path, "tx_budget"),
                     "tx_budget is " + std::to_string(port.tx_budget_bytes) +
                         " bytes at this port's rate, less than one frame (" +
                         std::to_string(frame_bytes) + " bytes)");
+    } else if (port.tx_budget_bytes > sched::kMaxBurstBytes) {
+        // The budget is the root shaper's bucket (conf/compile.h).
+        errors_.add(at.mark, join_path(item.path, "tx_budget"),
+                    "tx_budget is " + std::to_string(port.tx_budget_bytes) +
+                        " bytes at this port's rate, more than the " +
+                        std::to_string(sched::kMaxBurstBytes >> 20) +
+                        " MiB a scheduler bucket holds (a few microseconds of link time is "
+                        "what it is for)");
     }
 }
 

@@ -60,6 +60,7 @@ std::string range_text(uint64_t min, uint64_t max) {
 // alias of it adds the whole subtree. Counts stop growing past the bound (no overflow).
 class NodeCounter : public YAML::EventHandler {
   public:
+    struct TooDeep {};
     explicit NodeCounter(size_t max_nodes) : max_nodes_(max_nodes) {}
     const YamlExtent& extent() const { return extent_; }
     const YAML::Mark& document_start() const { return document_start_; }
@@ -109,6 +110,11 @@ class NodeCounter : public YAML::EventHandler {
         remember(anchor, 1);
     }
     void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+        if (open_collections_.size() >= kMaxYamlDepth) {
+            extent_.too_deep = true;
+            extent_.too_deep_at = mark;
+            throw TooDeep{};  // the parser would go on recursing
+        }
         open_collections_.push_back(Open{anchor, nodes_});
         count(mark, 1);
     }
@@ -133,13 +139,19 @@ YamlExtent measure_yaml(const std::string& text, size_t max_nodes) {
     std::istringstream input(text);
     YAML::Parser parser(input);
     NodeCounter counter(max_nodes);
-    parser.HandleNextDocument(counter);
+    try {
+        parser.HandleNextDocument(counter);
+    } catch (const NodeCounter::TooDeep&) {
+        return counter.extent();
+    }
     YamlExtent extent = counter.extent();
     NodeCounter second(max_nodes);
-    if (parser.HandleNextDocument(second)) {
-        extent.more_documents = true;
-        extent.second_document = second.document_start();
+    try {
+        extent.more_documents = parser.HandleNextDocument(second);
+    } catch (const NodeCounter::TooDeep&) {
+        extent.more_documents = true;  // and deep: refused as a second document all the same
     }
+    if (extent.more_documents) extent.second_document = second.document_start();
     return extent;
 }
 

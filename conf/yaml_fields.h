@@ -51,10 +51,16 @@ class ErrorList {
 struct YamlExtent {
     bool too_many_nodes = false;  // the first document expands to more than the bound
     YAML::Mark overflow;          // the node at which it did
+    // Collections nested deeper than kMaxYamlDepth: refused at the one that is, well before
+    // yaml-cpp's own recursion guard (about 500 block levels), which reports only "bad file".
+    bool too_deep = false;
+    YAML::Mark too_deep_at;
     // YAML::Load reads the first document only and silently drops the rest.
     bool more_documents = false;
     YAML::Mark second_document;  // where the second one starts
 };
+// A policy nests a few levels per tree level (16 at most): 64 leaves room for any real file.
+inline constexpr size_t kMaxYamlDepth = 64;
 // Throws YAML::ParserException on invalid YAML, as YAML::Load does.
 YamlExtent measure_yaml(const std::string& text, size_t max_nodes);
 

@@ -306,6 +306,11 @@ ApiResult PolicyStore::rules_add(std::string_view rule_text) {
         const std::string yaml(rule_text);
         // Checked before yaml_to_json expands it on the control thread: nested aliases.
         const conf::YamlExtent extent = conf::measure_yaml(yaml, kMaxRuleNodes);
+        if (extent.too_deep) {
+            return ApiResult::failure("the rule nests collections deeper than " +
+                                      std::to_string(conf::kMaxYamlDepth) + " levels at line " +
+                                      std::to_string(extent.too_deep_at.line + 1));
+        }
         if (extent.too_many_nodes) {
             return ApiResult::failure("the rule expands to more than " +
                                       std::to_string(kMaxRuleNodes) +

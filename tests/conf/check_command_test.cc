@@ -38,13 +38,38 @@ TEST(CheckCommand, InvalidPolicyPrintsOneErrorPerLine) {
 TEST(CheckCommand, MissingFileIsAnError) {
     std::ostringstream out, err;
     EXPECT_EQ(run_check("/nonexistent/policy.yaml", out, err), 1);
-    EXPECT_EQ(err.str(), "/nonexistent/policy.yaml: cannot read the file\n");
+    EXPECT_EQ(err.str(), "/nonexistent/policy.yaml: cannot read the file: No such file or directory\n");
 }
 
-// A policy that validates but that the components refuse once compiled (here the root
-// shaper's bucket, tx_budget, above the scheduler's 256 MiB) fails check as it fails run.
+// A policy that validates but that the components refuse once compiled (here a per_job node
+// whose 1024 leaves of 2^20 packets each need a pool above the scheduler's 2^28) fails check
+// as it fails run.
 TEST(CheckCommand, WhatRunWouldRefuseFailsCheck) {
     const std::string path = ::testing::TempDir() + "/check_compile.yaml";
+    std::ofstream(path) << R"(version: 1
+ports:
+  - {name: a, device: net_null0, rate: 10G}
+  - {name: b, device: net_null1, rate: 10G}
+forwarding: [{from: a, to: b}, {from: b, to: a}]
+classes: [other]
+scheduler:
+  name: root
+  kind: drr
+  class: other
+  per_job: {count: 1024, leaf: {kind: fifo, limit: {packets: 1048576}}}
+classifier: {heuristics: {default_class: other}}
+)";
+    std::ostringstream out, err;
+    EXPECT_EQ(run_check(path, out, err), 1) << out.str();
+    EXPECT_EQ(out.str(), "");
+    EXPECT_NE(err.str().find(path + ": compile: tree of port 'a': field 'pool_packets'"),
+              std::string::npos)
+        << err.str();
+}
+
+// A TX budget the root shaper's bucket cannot hold is the loader's to refuse, at file:line.
+TEST(CheckCommand, TxBudgetAboveTheBucketIsLocated) {
+    const std::string path = ::testing::TempDir() + "/check_budget.yaml";
     std::ofstream(path) << R"(version: 1
 ports:
   - {name: a, device: net_null0, rate: 10G, tx_budget: 300MiB}
@@ -56,9 +81,7 @@ classifier: {heuristics: {default_class: other}}
 )";
     std::ostringstream out, err;
     EXPECT_EQ(run_check(path, out, err), 1) << out.str();
-    EXPECT_EQ(out.str(), "");
-    EXPECT_NE(err.str().find(path + ": compile: tree of port 'a': node 'root': field "
-                                    "'shaper.burst_bytes'"),
+    EXPECT_NE(err.str().find(path + ":3:56: ports[0].tx_budget: tx_budget is 314572800 bytes"),
               std::string::npos)
         << err.str();
 }

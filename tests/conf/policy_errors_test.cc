@@ -469,6 +469,18 @@ TEST(PolicyErrors, TxBudgetBelowOneFrame) {
     expect_error(result, "ports[0].tx_budget", 2, 57, "250 bytes at this port's rate");
 }
 
+TEST(PolicyErrors, TxBudgetAboveTheSchedulersBucket) {
+    // The budget is the root shaper's bucket: 1 s of 10G (1.25 GB) was refused by compile,
+    // without file:line.
+    const PolicyResult result = parse(
+        "ports:\n"
+        "  - {name: a, device: net_null0, rate: 10G, tx_budget: 1s}\n"
+        "forwarding: [{from: a, to: a}]\n"
+        "classes: [c]\n"
+        "scheduler: {name: r, kind: fifo, class: c}\n");
+    expect_error(result, "ports[0].tx_budget", 2, 56, "more than the 256 MiB");
+}
+
 TEST(PolicyErrors, DeviceStrings) {
     const PolicyResult result = parse(
         "ports:\n"
@@ -650,7 +662,35 @@ TEST(PolicyErrors, UnreadableFile) {
     const PolicyResult result = load_policy("/nonexistent/twinlane/policy.yaml");
     ASSERT_EQ(result.errors.size(), 1u);
     EXPECT_EQ(result.errors[0].to_string(),
-              "/nonexistent/twinlane/policy.yaml: cannot read the file");
+              "/nonexistent/twinlane/policy.yaml: cannot read the file: No such file or directory");
+}
+
+TEST(PolicyErrors, ADanglingLinkSaysWhereItPoints) {
+    // Configuration management and ConfigMaps swap policy files through symlinks.
+    const std::string link = ::testing::TempDir() + "/policy_errors_test_dangling.yaml";
+    unlink(link.c_str());
+    ASSERT_EQ(symlink("/nonexistent/twinlane/next.yaml", link.c_str()), 0);
+    const PolicyResult result = load_policy(link);
+    ASSERT_EQ(result.errors.size(), 1u);
+    EXPECT_EQ(result.errors[0].to_string(),
+              link + ": a symbolic link to '/nonexistent/twinlane/next.yaml', which does not "
+                     "exist (dangling link)");
+    unlink(link.c_str());
+}
+
+TEST(PolicyErrors, NestingDeeperThanTheBoundIsNamed) {
+    // yaml-cpp's own recursion guard (about 500 block levels) said only "bad file".
+    std::string flow = "a: " + std::string(3000, '[') + std::string(3000, ']') + "\n";
+    const PolicyResult deep_flow = parse(flow);
+    expect_error(deep_flow, "", 1, 4 + kMaxYamlDepth - 1,
+                 "nests collections deeper than 64 levels");
+    std::string block = "a:\n";
+    for (int i = 1; i <= 600; ++i) block += std::string(2 * i, ' ') + "b:\n";
+    block += std::string(1202, ' ') + "c: 1\n";
+    const PolicyResult deep_block = parse(block);
+    ASSERT_EQ(deep_block.errors.size(), 1u) << testing::describe(deep_block);
+    EXPECT_NE(deep_block.errors[0].reason.find("deeper than 64 levels"), std::string::npos);
+    EXPECT_EQ(deep_block.errors[0].line, 65);
 }
 
 TEST(PolicyErrors, OnlyARegularFileIsRead) {
