@@ -3,10 +3,43 @@
 #include <memory>
 
 #include "conf/compile.h"
+#include "conf/lossless.h"
 #include "conf/load_policy.h"
 #include "conf/policy.h"
 
 namespace twinlane::conf {
+namespace {
+
+// Per lossless class and PFC ingress port: thresholds and the headroom (computed, with its
+// terms, or as given), and what the class's leaves on each egress port must hold.
+void print_lossless(const Policy& policy, std::ostream& out) {
+    for (const ClassPolicy& cls : policy.classes) {
+        if (!cls.lossless) continue;
+        const LosslessPolicy& l = *cls.lossless;
+        out << "lossless class '" << cls.name << "' (priority " << int{l.priority} << "): xoff "
+            << l.xoff_bytes << " B, xon " << l.xon_bytes << " B\n";
+        for (const ForwardingPolicy& f : policy.forwarding) {
+            const PortPolicy& ingress = policy.ports[f.from_port];
+            if (ingress.pfc.mode == PfcMode::off) continue;
+            out << "  from port '" << ingress.name << "' (pfc "
+                << (ingress.pfc.mode == PfcMode::software ? "software" : "nic") << "): headroom ";
+            if (l.headroom_bytes) {
+                out << *l.headroom_bytes << " B (as given)\n";
+            } else {
+                out << auto_headroom(policy, f.from_port).to_string() << "\n";
+            }
+        }
+        for (const EgressTree& tree : policy.egress_trees) {
+            const LosslessRoom room = lossless_room(policy, tree.port, l);
+            if (room.ingress_ports == 0) continue;
+            out << "  leaves on port '" << policy.ports[tree.port].name << "' hold at least "
+                << room.bytes << " B (xoff + headroom from " << room.ingress_ports
+                << " PFC port(s))\n";
+        }
+    }
+}
+
+}  // namespace
 
 int run_check(const std::string& policy_path, std::ostream& out, std::ostream& err) {
     const PolicyResult result = load_policy(policy_path);
@@ -27,6 +60,7 @@ int run_check(const std::string& policy_path, std::ostream& out, std::ostream& e
     }
     out << "OK: " << policy_path << ": " << policy.ports.size() << " ports, "
         << policy.classes.size() << " classes, " << policy.classifier.rules.size() << " rules\n";
+    print_lossless(policy, out);
     out.flush();
     return 0;
 }

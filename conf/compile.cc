@@ -1,6 +1,7 @@
 #include "conf/compile.h"
 
 #include <algorithm>
+#include <map>
 
 #include "conf/units.h"
 
@@ -28,6 +29,8 @@ class TreeCompiler {
 
     // Where each class enters the tree, once every node is added.
     std::vector<admission::ClassLeaves> take_classes() { return std::move(classes_); }
+    // The node index where class `c` enters (its leaf or per_job node).
+    size_t entry_node(size_t c) const { return entry_nodes_.at(c); }
 
     void add(const TreeNode& node, const std::string& parent, uint32_t position_in_parent) {
         sched::NodeSpec spec;
@@ -70,6 +73,7 @@ class TreeCompiler {
         }
         const size_t leaf_id = leaf_count_;
         if (node.is_leaf()) ++leaf_count_;
+        if (node.class_index) entry_nodes_[*node.class_index] = out_.tree.nodes.size();
         out_.tree.nodes.push_back(std::move(spec));
 
         if (node.class_index && node.is_leaf()) {
@@ -98,6 +102,7 @@ class TreeCompiler {
     const PortPolicy& port_;
     CompiledEgress& out_;
     std::vector<admission::ClassLeaves> classes_;  // by class id
+    std::map<size_t, size_t> entry_nodes_;          // class id -> node index
     size_t leaf_count_ = 0;
 };
 
@@ -108,6 +113,47 @@ std::string leaf_name(const sched::TreeSpec& tree, uint16_t leaf_id) {
         if (seen++ == leaf_id) return node.name;
     }
     return "";
+}
+
+// Lossless classes on one egress tree: lane -> priority, priority -> the node a pause holds,
+// and the (ingress, priority) accounts of the PFC ports that forward to it.
+void compile_lossless(const Policy& policy, const TreeCompiler& compiler, CompiledEgress& egress) {
+    for (size_t c = 0; c < policy.classes.size() && c < admission::kMaxLanes; ++c) {
+        const std::optional<LosslessPolicy>& lossless = policy.classes[c].lossless;
+        if (!lossless) continue;
+        egress.lane_priority[c] = lossless->priority;
+        egress.pause_node[lossless->priority] = static_cast<int32_t>(compiler.entry_node(c));
+        for (const ForwardingPolicy& f : policy.forwarding) {
+            if (f.to_port != egress.port || policy.ports[f.from_port].pfc.mode == PfcMode::off)
+                continue;
+            egress.pfc_accounts.push_back(PfcAccount{f.from_port, lossless->priority});
+        }
+    }
+}
+
+CompiledPfc compile_pfc(const Policy& policy) {
+    CompiledPfc out;
+    out.dscp_priority = policy.pfc.dscp_priority;
+    out.watchdog = pfc::Watchdog{.storm_detect_ns = policy.pfc.storm_detect_ns,
+                                 .storm_restore_ns = policy.pfc.storm_restore_ns,
+                                 .action = policy.pfc.storm_action == StormAction::drop
+                                               ? pfc::StormAction::drop
+                                               : pfc::StormAction::forward};
+    for (const PortPolicy& port : policy.ports) {
+        CompiledPortPfc p;
+        p.mode = port.pfc.mode;
+        if (p.mode != PfcMode::off) {
+            for (const ClassPolicy& cls : policy.classes) {
+                if (!cls.lossless) continue;
+                p.thresholds[cls.lossless->priority] = pfc::PriorityThresholds{
+                    .lossless = true,
+                    .xoff_bytes = cls.lossless->xoff_bytes,
+                    .xon_bytes = cls.lossless->xon_bytes};
+            }
+        }
+        out.ports.push_back(p);
+    }
+    return out;
 }
 
 classifier::IpPrefix to_classifier(const IpPrefix& prefix) {
@@ -196,6 +242,15 @@ classifier::ClassifierConfig compile_classifier(const Policy& policy,
 
 }  // namespace
 
+uint8_t CompiledEgress::pfc_tag(size_t ingress_port, uint8_t lane, uint8_t priority) const {
+    if (lane >= lane_priority.size() || lane_priority[lane] != priority) return 0;
+    for (size_t k = 0; k < pfc_accounts.size(); ++k) {
+        if (pfc_accounts[k] == PfcAccount{ingress_port, priority})
+            return static_cast<uint8_t>(k + 1);
+    }
+    return 0;
+}
+
 CompiledPolicy compile_policy(const Policy& policy, std::span<const uint16_t> dpdk_port_ids) {
     CompiledPolicy out;
     if (!dpdk_port_ids.empty() && dpdk_port_ids.size() != policy.ports.size()) {
@@ -212,6 +267,12 @@ CompiledPolicy compile_policy(const Policy& policy, std::span<const uint16_t> dp
         egress.tree.random_seed = tree.port + 1;  // deterministic, distinct per port
         TreeCompiler compiler(port, policy.classes.size(), egress);
         compiler.add(tree.root, "", 0);
+        compile_lossless(policy, compiler, egress);
+        if (egress.pfc_accounts.size() > kMaxPfcAccounts) {
+            out.errors.push_back("compile: tree of port '" + port.name + "': more than " +
+                                 std::to_string(kMaxPfcAccounts) +
+                                 " (PFC ingress port, lossless priority) pairs feed it");
+        }
         if (auto error = admission::LeafMap::build(compiler.take_classes(), egress.leaves)) {
             out.errors.push_back("compile: tree of port '" + port.name + "': " + *error);
             return out;
@@ -227,6 +288,7 @@ CompiledPolicy compile_policy(const Policy& policy, std::span<const uint16_t> dp
         out.egress.push_back(std::move(egress));
     }
     out.classifier = compile_classifier(policy, dpdk_port_ids);
+    out.pfc = compile_pfc(policy);
     for (const std::string& error : out.classifier.validate()) {
         out.errors.push_back("compile: classifier: " + error);
     }

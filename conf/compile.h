@@ -25,22 +25,65 @@
 #include <string>
 #include <vector>
 
+#include "admission/lanes.h"
 #include "admission/leaf_map.h"
 #include "classifier/config.h"
 #include "conf/policy.h"
+#include "pfc/pause_generator.h"
+#include "pfc/pause_receiver.h"
+#include "pfc/priority.h"
 #include "sched/tree_spec.h"
 
 namespace twinlane::conf {
+
+// A (PFC ingress port, priority) whose bytes are counted while inside an egress tree.
+struct PfcAccount {
+    size_t ingress_port = 0;
+    uint8_t priority = 0;
+    bool operator==(const PfcAccount&) const = default;
+};
+// Accounts are tagged 1..kMaxPfcAccounts in the top bits of sched::Packet::user (0: none).
+inline constexpr size_t kMaxPfcAccounts = 15;
 
 struct CompiledEgress {
     size_t port = 0;  // index into Policy::ports
     sched::TreeSpec tree;
     admission::LeafMap leaves;  // (class, job) -> the sched leaf id (sched::Packet::leaf)
+    // Lossless classes on this tree: the priority each lane's class is bound to (kNoPriority if
+    // lossy), the node a pause of priority p holds (the class's entry node; -1: none), and the
+    // (ingress, priority) accounts of packets entering it.
+    std::array<uint8_t, admission::kMaxLanes> lane_priority;
+    std::array<int32_t, pfc::kPriorities> pause_node;
+    std::vector<PfcAccount> pfc_accounts;
+
+    CompiledEgress() {
+        lane_priority.fill(pfc::kNoPriority);
+        pause_node.fill(-1);
+    }
+    // The tag (1..15) of packets of `lane` with priority `priority` from `ingress_port`, or 0.
+    uint8_t pfc_tag(size_t ingress_port, uint8_t lane, uint8_t priority) const;
+};
+
+// What each port does for PFC, and what all share.
+struct CompiledPortPfc {
+    PfcMode mode = PfcMode::off;
+    std::array<pfc::PriorityThresholds, pfc::kPriorities> thresholds{};  // as an ingress port
+};
+struct CompiledPfc {
+    pfc::DscpPriorityMap dscp_priority;
+    pfc::Watchdog watchdog;
+    std::vector<CompiledPortPfc> ports;  // by policy port
+    bool any() const {
+        for (const CompiledPortPfc& p : ports)
+            if (p.mode != PfcMode::off) return true;
+        return false;
+    }
 };
 
 struct CompiledPolicy {
     std::vector<CompiledEgress> egress;  // same order as Policy::egress_trees
     classifier::ClassifierConfig classifier;
+    CompiledPfc pfc;
     std::vector<std::string> errors;  // empty on success (see the contract above)
 
     bool ok() const { return errors.empty(); }

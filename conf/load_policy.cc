@@ -88,7 +88,7 @@ PolicyResult PolicyLoader::load(std::string_view text) {
 void PolicyLoader::read_document(const Field& root) {
     const MapFields map(root,
                         {"version", "log_level", "ports", "forwarding", "lcores", "classes",
-                         "scheduler", "classifier", "control", "metrics"},
+                         "scheduler", "classifier", "control", "metrics", "pfc"},
                         errors_);
     if (auto version = map.get("version")) read_unsigned(*version, 1, 1, errors_);
     if (auto level = map.get("log_level")) {
@@ -126,6 +126,9 @@ void PolicyLoader::read_document(const Field& root) {
     }
     if (auto control = map.get("control")) read_control(*control);
     if (auto metrics = map.get("metrics")) read_metrics(*metrics);
+    if (auto pfc = map.get("pfc")) read_pfc(*pfc);
+    lossless_anchor_ = root;
+    check_lossless();
 }
 
 std::optional<size_t> PolicyLoader::lookup_port(const Field& field) {

@@ -28,7 +28,7 @@ void PolicyLoader::read_ports(const Field& field) {
 void PolicyLoader::read_port(const Field& item, DeviceOwners& device_owners) {
     const MapFields map(item,
                         {"name", "device", "rate", "rx_queues", "tx_queues", "rx_descriptors",
-                         "tx_descriptors", "mtu", "tx_budget", "mempool", "scheduler"},
+                         "tx_descriptors", "mtu", "tx_budget", "mempool", "scheduler", "pfc"},
                         errors_);
     PortPolicy port;
     if (auto name_field = map.require("name")) {
@@ -85,6 +85,10 @@ void PolicyLoader::read_port(const Field& item, DeviceOwners& device_owners) {
                                 std::to_string(needed) + ")");
             }
         }
+    }
+    if (auto pfc = map.get("pfc")) {
+        pfc_fields_.emplace(policy_.ports.size(), *pfc);
+        read_port_pfc(*pfc, port.pfc);
     }
     policy_.ports.push_back(std::move(port));
 }
@@ -158,22 +162,27 @@ void PolicyLoader::read_classes(const Field& field) {
     for (const Field& item : *items) {
         std::optional<std::string> name;
         Field name_field = item;
+        std::optional<LosslessPolicy> lossless;
         if (item.node.IsScalar()) {  // "- inference" is short for "- name: inference"
             name = read_name(item, errors_);
         } else {
-            const MapFields map(item, {"name", "description"}, errors_);
+            const MapFields map(item, {"name", "description", "lossless"}, errors_);
             if (auto f = map.require("name")) {
                 name_field = *f;
                 name = read_name(*f, errors_);
             }
             if (auto description = map.get("description")) read_string(*description, errors_);
+            if (auto f = map.get("lossless")) {
+                lossless_fields_.emplace(policy_.classes.size(), *f);
+                lossless = read_lossless(*f);
+            }
         }
         if (name &&
             std::find(class_names_.begin(), class_names_.end(), *name) != class_names_.end()) {
             errors_.add(name_field.mark, name_field.path, "duplicate class name '" + *name + "'");
         }
         class_names_.push_back(name.value_or(""));
-        policy_.classes.push_back(ClassPolicy{name.value_or("")});
+        policy_.classes.push_back(ClassPolicy{name.value_or(""), lossless});
     }
 }
 

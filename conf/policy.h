@@ -32,6 +32,19 @@ inline constexpr size_t kMaxPorts = 32;
 // A frame is at most the port's MTU plus its Ethernet header and one VLAN tag.
 inline constexpr uint32_t kFrameOverheadBytes = 14 + 4;
 
+// Priority flow control (802.1Qbb) on a port: who parses and sends PFC frames.
+enum class PfcMode {
+    off,
+    software,  // twinlane: frames generated from its own queues, received ones honoured
+    nic,       // the NIC's own PFC (DPDK's priority flow control API)
+};
+
+struct PortPfc {
+    PfcMode mode = PfcMode::off;
+    uint64_t cable_metres = 10;         // to the peer: headroom's propagation term
+    uint64_t peer_response_bytes = 4096;  // what the peer sends after the XOFF reaches it
+};
+
 struct PortPolicy {
     std::string name;
     std::string device;  // DPDK device: PCI address or vdev args, e.g. "net_null0"
@@ -43,6 +56,7 @@ struct PortPolicy {
     uint16_t mtu = 1500;           // L3 MTU; frames are up to max_frame_bytes()
     uint64_t tx_budget_bytes = 0;  // max bytes handed to the NIC TX ring and not yet sent
     uint32_t mempool_mbufs = 8191;
+    PortPfc pfc;
 
     uint32_t max_frame_bytes() const { return uint32_t{mtu} + kFrameOverheadBytes; }
 };
@@ -79,8 +93,20 @@ struct LcorePolicy {
     uint32_t single_lcore = 0;
 };
 
+// A lossless class: its packets of 802.1p `priority` (PCP, or DSCP through pfc.dscp_priority)
+// are never tail-dropped while their senders obey PFC: above xoff bytes from one ingress port
+// twinlane pauses that port's sender, at xon it resumes it; headroom is what still arrives
+// after the pause (pfc/headroom.h), and the class's leaves must hold xoff + headroom.
+struct LosslessPolicy {
+    uint8_t priority = 3;
+    uint64_t xoff_bytes = 0;
+    uint64_t xon_bytes = 0;
+    std::optional<uint64_t> headroom_bytes;  // nullopt: computed per ingress port ("auto")
+};
+
 struct ClassPolicy {
     std::string name;  // also the lane: one ring per (egress port, class), in listed order
+    std::optional<LosslessPolicy> lossless;
 };
 
 enum class NodeKind { strict, drr, fq, fifo };
@@ -237,6 +263,20 @@ struct MetricsPolicy {
     uint16_t port = 9464;
 };
 
+enum class StormAction { drop, forward };
+
+// What every PFC port shares: how untagged packets get a priority, twinlane's own reaction
+// time (headroom's software term), and the PFC watchdog.
+struct PfcPolicy {
+    std::array<uint8_t, 64> dscp_priority;  // 0xFF: unmapped
+    uint64_t poll_ns = 20'000;
+    uint64_t storm_detect_ns = 50'000'000;  // 0: no watchdog
+    uint64_t storm_restore_ns = 200'000'000;
+    StormAction storm_action = StormAction::drop;
+
+    PfcPolicy() { dscp_priority.fill(0xFF); }
+};
+
 struct Policy {
     std::string source;  // file name the policy came from
     LogLevel log_level = LogLevel::info;
@@ -248,6 +288,7 @@ struct Policy {
     ClassifierPolicy classifier;
     ControlPolicy control;
     MetricsPolicy metrics;
+    PfcPolicy pfc;
 
     std::optional<size_t> find_port(std::string_view name) const;
     std::optional<size_t> find_class(std::string_view name) const;

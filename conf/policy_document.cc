@@ -262,6 +262,11 @@ json policy_document(const Policy& policy) {
                       {"mtu", port.mtu},
                       {"tx_budget", port.tx_budget_bytes},
                       {"mempool", port.mempool_mbufs}};
+        if (port.pfc.mode != PfcMode::off) {
+            entry["pfc"] = {{"mode", port.pfc.mode == PfcMode::software ? "software" : "nic"},
+                            {"cable", std::to_string(port.pfc.cable_metres) + "m"},
+                            {"peer_response", port.pfc.peer_response_bytes}};
+        }
         if (const EgressTree* tree = policy.tree_for_port(i)) {
             entry["scheduler"] = node_document(policy, tree->root, false);
         }
@@ -276,7 +281,20 @@ json policy_document(const Policy& policy) {
     doc["forwarding"] = std::move(forwarding);
     doc["lcores"] = lcores_document(policy);
     json classes = json::array();
-    for (const ClassPolicy& cls : policy.classes) classes.push_back({{"name", cls.name}});
+    bool lossless = false;
+    for (const ClassPolicy& cls : policy.classes) {
+        json entry = {{"name", cls.name}};
+        if (cls.lossless) {
+            lossless = true;
+            const LosslessPolicy& l = *cls.lossless;
+            entry["lossless"] = {{"priority", l.priority},
+                                 {"xoff", l.xoff_bytes},
+                                 {"xon", l.xon_bytes},
+                                 {"headroom", l.headroom_bytes ? json(*l.headroom_bytes)
+                                                               : json("auto")}};
+        }
+        classes.push_back(std::move(entry));
+    }
     doc["classes"] = std::move(classes);
     json rules = json::array();
     for (const ClassifierRule& rule : policy.classifier.rules) {
@@ -294,6 +312,24 @@ json policy_document(const Policy& policy) {
     doc["metrics"] = {{"enabled", policy.metrics.enabled},
                       {"listen", policy.metrics.listen_address},
                       {"port", policy.metrics.port}};
+    const PfcPolicy& pfc = policy.pfc;
+    json dscp_priority = json::object();
+    for (size_t dscp = 0; dscp < pfc.dscp_priority.size(); ++dscp) {
+        if (pfc.dscp_priority[dscp] != 0xFF)
+            dscp_priority[std::to_string(dscp)] = pfc.dscp_priority[dscp];
+    }
+    const bool pfc_ports = std::any_of(policy.ports.begin(), policy.ports.end(),
+                                       [](const PortPolicy& p) { return p.pfc.mode != PfcMode::off; });
+    if (lossless || pfc_ports || !dscp_priority.empty()) {
+        doc["pfc"] = {
+            {"dscp_priority", std::move(dscp_priority)},
+            {"poll", duration_text(pfc.poll_ns)},
+            {"watchdog",
+             {{"storm_detect", pfc.storm_detect_ns ? json(duration_text(pfc.storm_detect_ns))
+                                                   : json("off")},
+              {"storm_restore", duration_text(pfc.storm_restore_ns)},
+              {"action", pfc.storm_action == StormAction::drop ? "drop" : "forward"}}}};
+    }
     return doc;
 }
 

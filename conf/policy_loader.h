@@ -10,6 +10,7 @@
 //                       become bits/s and bytes, limits checked against the port's frames
 //   load_classifier.cc  rules, heuristics, flow table
 //   load_control.cc     control socket and metrics endpoint
+//   load_pfc.cc         lossless classes, ports' PFC, the pfc section, and their checks
 //
 // Limits come from the components that impose them (sched::, classifier::, admission::); the
 // ones defined here are the policy language's own.
@@ -129,6 +130,13 @@ class PolicyLoader {
     void read_control(const Field& field);
     void read_metrics(const Field& field);
 
+    // load_pfc.cc
+    std::optional<LosslessPolicy> read_lossless(const Field& field);
+    void read_port_pfc(const Field& field, PortPfc& pfc);
+    void read_pfc(const Field& field);
+    void check_lossless();
+    void check_lossless_leaves(const EgressTree& tree);
+
     std::optional<size_t> lookup_port(const Field& field);
     std::optional<size_t> lookup_class(const Field& field);
     // Whether `port`'s rate comes from the override: what the file sized for its own rate
@@ -146,6 +154,10 @@ class PolicyLoader {
     std::vector<std::string> class_names_;
     // Where each egress port is first named as a destination, to locate "no tree" errors.
     std::map<size_t, Field> egress_reference_;
+    // Where classes' `lossless` and ports' `pfc` are written, for the checks across sections.
+    std::map<size_t, Field> lossless_fields_;
+    std::map<size_t, Field> pfc_fields_;
+    Field lossless_anchor_;  // the document, when nothing closer names the problem
 };
 
 }  // namespace twinlane::conf

@@ -120,6 +120,14 @@ public:
     // `from` == `to` or either is not a leaf id. Owning lcore, between enqueue/dequeue calls.
     uint32_t move_flow(uint16_t from, uint16_t to, uint32_t flow_hash);
 
+    // Holds node `node` and its subtree until `until_ns` (0: releases it now), as a PFC pause of
+    // the priority the node's class is bound to: dequeue skips it as it skips a shaper that does
+    // not conform, so every other node keeps being served; arrivals are still queued. Nothing
+    // else changes (no packet moves, no counter). Owning lcore, between enqueue/dequeue calls;
+    // a rebuilt tree starts without holds.
+    void hold(uint32_t node, uint64_t until_ns) { nodes_[node].shaper.hold_until(until_ns); }
+    uint64_t held_until_ns(uint32_t node) const { return nodes_[node].shaper.held_until_ns(); }
+
     // Introspection (any time, off the hot path) --------------------------------------------
     const TreeSpec& spec() const { return spec_; }
     uint32_t node_count() const { return static_cast<uint32_t>(nodes_.size()); }

@@ -5,6 +5,9 @@
 // The bucket conforms while tokens >= 0 and a conforming packet may drive it negative; the
 // debt delays the next packet, so the long-run rate is exact and any packet size passes.
 // Limits: rate <= 10 Tb/s, burst <= 256 MiB (see tree_spec.h) keep every product in int64.
+// A bucket may also be held until a time (a PFC pause of the node, Scheduler::hold): it does not
+// conform before then, whatever its tokens, and a held bucket counts as enabled even at rate 0,
+// so every check that skips a non-conforming shaper skips a paused node too.
 // Thread-safety: none; owned by the scheduler's single writer. O(1), no allocation.
 #pragma once
 
@@ -31,7 +34,7 @@ public:
         if (tokens_units_ > capacity_units_) tokens_units_ = capacity_units_;
     }
 
-    bool enabled() const { return rate_bits_per_sec_ != 0; }
+    bool enabled() const { return rate_bits_per_sec_ != 0 || hold_until_ns_ != 0; }
     uint64_t rate_bits_per_sec() const { return rate_bits_per_sec_; }
 
     void refill(uint64_t now_ns) {
@@ -52,8 +55,16 @@ public:
 
     bool conforms(uint64_t now_ns) {
         refill(now_ns);
+        if (hold_until_ns_ != 0) [[unlikely]] {
+            if (now_ns < hold_until_ns_) return false;
+            hold_until_ns_ = 0;
+        }
         return rate_bits_per_sec_ == 0 || tokens_units_ >= 0;
     }
+
+    // Not conforming before `until_ns` (0: released at once).
+    void hold_until(uint64_t until_ns) { hold_until_ns_ = until_ns; }
+    uint64_t held_until_ns() const { return hold_until_ns_; }
 
     void consume(uint64_t bytes) {
         if (rate_bits_per_sec_ != 0) tokens_units_ -= static_cast<int64_t>(bytes) * kUnitsPerByte;
@@ -62,9 +73,11 @@ public:
     // Earliest time >= now at which the bucket conforms (after refill(now)).
     uint64_t conform_time_ns(uint64_t now_ns) {
         refill(now_ns);
-        if (rate_bits_per_sec_ == 0 || tokens_units_ >= 0) return now_ns;
+        const uint64_t held = hold_until_ns_ > now_ns ? hold_until_ns_ : now_ns;
+        if (rate_bits_per_sec_ == 0 || tokens_units_ >= 0) return held;
         const uint64_t debt = static_cast<uint64_t>(-tokens_units_);
-        return now_ns + (debt + rate_bits_per_sec_ - 1) / rate_bits_per_sec_;
+        const uint64_t refilled = now_ns + (debt + rate_bits_per_sec_ - 1) / rate_bits_per_sec_;
+        return refilled > held ? refilled : held;
     }
 
     int64_t tokens_units() const { return tokens_units_; }
@@ -74,6 +87,7 @@ private:
     int64_t capacity_units_ = 0;
     int64_t tokens_units_ = 0;
     uint64_t last_ns_ = 0;
+    uint64_t hold_until_ns_ = 0;
     bool configured_ = false;
 };
 

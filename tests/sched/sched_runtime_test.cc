@@ -239,3 +239,47 @@ TEST(RuntimeTest, MigrationIsAllOrNothing) {
 
 }  // namespace
 }  // namespace twinlane::sched
+
+namespace twinlane::sched {
+namespace {
+
+// A PFC pause of one class: its node is held, every other node keeps being served, the held
+// one resumes at the end of the hold (or at once when released), and nothing is lost.
+TEST(RuntimeTest, HeldNodeIsSkippedUntilItsTime) {
+    TreeSpec spec;
+    spec.nodes.push_back(make_node("root", NodeKind::strict));
+    spec.nodes.push_back(make_leaf("inference", NodeKind::fifo, "root", 1000));
+    spec.nodes.back().priority = 1;
+    spec.nodes.push_back(make_node("training", NodeKind::drr, "root"));
+    spec.nodes.back().priority = 0;  // served first when not held
+    spec.nodes.push_back(make_leaf("job0", NodeKind::fq, "training", 1000));
+    spec.nodes.push_back(make_leaf("job1", NodeKind::fifo, "training", 1000));
+    auto s = build_or_fail(spec);
+    const uint32_t training = *s->node_id("training");
+    std::vector<Packet> in;
+    for (uint64_t i = 0; i < 30; ++i)
+        in.push_back(make_packet(static_cast<uint16_t>(i % 3), 1000, static_cast<uint32_t>(i), i));
+    std::vector<DroppedPacket> drops(in.size());
+    ASSERT_EQ(s->enqueue(in.data(), 30, 0, drops.data()), 30u);
+    s->hold(training, 5000);
+    Packet out[64];
+    DroppedPacket dropped[8];
+    DequeueResult r = s->dequeue(out, 64, 100, dropped, 8);
+    ASSERT_EQ(r.packets, 10u);  // inference only
+    for (uint32_t i = 0; i < r.packets; ++i) EXPECT_EQ(out[i].leaf, 0);
+    EXPECT_EQ(s->next_eligible_ns(200), 5000u);  // the hold's end, for a virtual link
+    EXPECT_EQ(s->dequeue(out, 64, 4999, dropped, 8).packets, 0u);
+    r = s->dequeue(out, 64, 5000, dropped, 8);
+    EXPECT_EQ(r.packets, 20u);
+    EXPECT_EQ(s->held_until_ns(training), 0u);  // cleared once it expired
+    // Released before its time: served at once.
+    ASSERT_EQ(s->enqueue(in.data() + 1, 1, 6000, drops.data()), 1u);
+    s->hold(training, 1'000'000);
+    EXPECT_EQ(s->dequeue(out, 64, 6001, dropped, 8).packets, 0u);
+    s->hold(training, 0);
+    EXPECT_EQ(s->dequeue(out, 64, 6002, dropped, 8).packets, 1u);
+    EXPECT_EQ(s->node_counters(0).dropped_packets(), 0u);
+}
+
+}  // namespace
+}  // namespace twinlane::sched
