@@ -11,6 +11,7 @@
 //   uint32_t previous_job(Item) const
 //   void describe(sched::Packet&, Item) const
 //       handle, length_bytes, l3 + ip_version (ECN marking), user_ns; the rest is set here
+//   uint8_t pfc_tag(Item) const       its PFC account (admission/lanes.h), 0 if none
 //   void dropped(const sched::DroppedPacket*, uint32_t count)   what enqueue refused
 //
 // Single-threaded (the scheduler's owner); no allocation: the scratch arrays are the caller's.
@@ -50,7 +51,7 @@ class SchedulerAdmission {
             // byte stores of `user` feed a wider load of the copy, a failed store forward that
             // was most of the enqueue stage's samples (perf, net_null 64 B).
             source_.describe(pkts[i], items[i]);
-            place(pkts[i], lane, source_.classified(items[i]));
+            place(pkts[i], lane, source_.classified(items[i]), source_.pfc_tag(items[i]));
         }
         enqueue(pkts, n);
     }
@@ -58,8 +59,8 @@ class SchedulerAdmission {
     // One packet whose descriptor the caller has filled as describe() would (replay builds it
     // once per arrival): the same placement and enqueue, without a copy into the scratch.
     template <typename Classified>
-    void admit_one(uint8_t lane, sched::Packet& packet, const Classified& c) {
-        place(packet, lane, c);
+    void admit_one(uint8_t lane, sched::Packet& packet, const Classified& c, uint8_t pfc_tag) {
+        place(packet, lane, c, pfc_tag);
         enqueue(&packet, 1);
     }
 
@@ -72,10 +73,10 @@ class SchedulerAdmission {
 
   private:
     template <typename Classified>
-    void place(sched::Packet& p, uint8_t lane, const Classified& c) const {
+    void place(sched::Packet& p, uint8_t lane, const Classified& c, uint8_t pfc_tag) const {
         p.flow_hash = c.flow_hash;
         p.leaf = leaves_.leaf(lane, c.job_id);
-        p.user = lane;
+        p.user = pack_user(lane, pfc_tag);
     }
     void enqueue(sched::Packet* pkts, uint32_t n) {
         const uint32_t accepted = scheduler_.enqueue(pkts, n, now_ns_, drops_.data());

@@ -148,7 +148,7 @@ bool Daemon::build(const LcorePlan& plan) {
     }
     mbufs_at_start_ = pools_in_use(p);
     if (!start_ports(p, error) || !build_egress(p, plan, options_.lane_ring_slots, error) ||
-        !build_lcores(p, plan, error)) {
+        !build_lcores(p, plan, error) || !build_pfc(p, error)) {
         spdlog::error("{}", error);
         return false;
     }

@@ -33,7 +33,8 @@ struct PacketMeta {
     // Position in its RX burst: with arrival_ns, the packet's place in its RX queue's arrival
     // order (lane_admission.h sorts by both when a flow changes class).
     uint8_t burst_index = 0;
-    uint8_t reserved = 0;
+    // The packet's PFC account while it is inside twinlane (dataplane/pfc_port.h); 0: none.
+    uint8_t pfc_tag = 0;
 };
 static_assert(sizeof(PacketMeta) == 24);
 

@@ -46,15 +46,35 @@ void count_drop(LcoreCounters& c, DropCause cause, uint64_t packets) {
     c.drops[static_cast<uint32_t>(cause)].add(packets);
 }
 
+// Why the scheduler dropped a packet, for the pipeline's counters: a lossless packet that met a
+// full leaf (its sender ignored PFC, or the headroom is short) has its own reason.
+DropCause drop_cause(const sched::DroppedPacket& d) {
+    if (admission::user_pfc_tag(d.packet.user) != 0) [[unlikely]] {
+        switch (d.reason) {
+            case sched::DropReason::queue_full_packets:
+            case sched::DropReason::queue_full_bytes:
+            case sched::DropReason::pool_exhausted:
+            case sched::DropReason::fq_overflow:
+                return DropCause::lossless_overflow;
+            default:
+                break;
+        }
+    }
+    return from_sched(d.reason);
+}
+
 // Frees packets the scheduler handed back, by reason (`as_shutdown`: all count as shutdown).
 void free_drops(const sched::DroppedPacket* drops, uint32_t count, LcoreCounters& c,
-                bool as_shutdown = false) {
+                const PfcAccounts& accounts, bool as_shutdown = false) {
+    PfcTally out;
     for (uint32_t i = 0; i < count; ++i) {
         const sched::DroppedPacket& d = drops[i];
-        count_drop(c, as_shutdown ? DropCause::shutdown_scheduler : from_sched(d.reason), 1);
-        c.lanes[d.packet.user].dropped.add(1);
+        count_drop(c, as_shutdown ? DropCause::shutdown_scheduler : drop_cause(d), 1);
+        c.lanes[admission::user_lane(d.packet.user)].dropped.add(1);
+        out.add(admission::user_pfc_tag(d.packet.user), d.packet.length_bytes);
         rte_pktmbuf_free(static_cast<rte_mbuf*>(d.packet.handle));
     }
+    out.publish_out(accounts, c);
 }
 
 // `user_ns` of a scheduler descriptor: the time from RX to its enqueue (a lane ring's wait),
@@ -75,6 +95,8 @@ struct BurstSource {
     using Item = uint8_t;
     rte_mbuf* const* pkts;
     const classifier::Result* results;
+    const uint8_t* pfc_tags;
+    const PfcAccounts& accounts;
     LcoreCounters& c;
 
     const classifier::Result& classified(Item i) const { return results[i]; }
@@ -88,7 +110,10 @@ struct BurstSource {
         p.l3 = r.ecn_capable ? l3_in_first_segment(m, r.l3_offset) : nullptr;
         p.ip_version = p.l3 != nullptr ? r.ip_version : 0;
     }
-    void dropped(const sched::DroppedPacket* drops, uint32_t n) { free_drops(drops, n, c); }
+    uint8_t pfc_tag(Item i) const { return pfc_tags[i]; }
+    void dropped(const sched::DroppedPacket* drops, uint32_t n) {
+        free_drops(drops, n, c, accounts);
+    }
 };
 
 // The same for a packet taken from a lane ring: its classification is in the mbuf metadata.
@@ -96,6 +121,7 @@ struct RingSource {
     using Item = rte_mbuf*;
     int meta_offset;
     uint64_t now_ns;
+    const PfcAccounts& accounts;
     LcoreCounters& c;
 
     const PacketMeta& classified(Item m) const { return *packet_meta(m, meta_offset); }
@@ -109,7 +135,10 @@ struct RingSource {
         p.l3 = meta.ecn_capable ? l3_in_first_segment(m, meta.l3_offset) : nullptr;
         p.ip_version = p.l3 != nullptr ? meta.ip_version : 0;
     }
-    void dropped(const sched::DroppedPacket* drops, uint32_t n) { free_drops(drops, n, c); }
+    uint8_t pfc_tag(Item m) const { return classified(m).pfc_tag; }
+    void dropped(const sched::DroppedPacket* drops, uint32_t n) {
+        free_drops(drops, n, c, accounts);
+    }
 };
 
 static_assert(PacketMeta{}.previous_class == classifier::kNoPreviousClass);
@@ -144,16 +173,25 @@ uint64_t linearise_headers(rte_mbuf* const* pkts, uint16_t n, RxHeaders& h) {
     return rx_bytes;
 }
 
-// Per packet, as it is bucketed: the DSCP remark, and, when it crosses a lane ring, the
-// metadata the scheduler lcore reads (run to completion the scheduler's descriptor is filled
-// from the result itself, and the mbuf's second cache line is not written).
+// Per packet, as it is bucketed: the DSCP remark, the PFC tag of a lossless packet (its bytes
+// counted in), and, when it crosses a lane ring, the metadata the scheduler lcore reads (run to
+// completion the scheduler's descriptor is filled from the result itself, and the mbuf's second
+// cache line is not written).
 struct Stamp {
     rte_mbuf* const* pkts;
+    const RxHeaders& headers;
+    const PfcRx& pfc;
     int meta_offset;  // -1: no lane ring on the way
     uint64_t now_ns;
+    uint8_t* pfc_tags;  // by position
+    PfcTally& pfc_in;
 
     void operator()(uint8_t i, const classifier::Result& r, uint8_t lane) const {
         rte_mbuf* m = pkts[i];
+        const uint8_t tag =
+            pfc_tag_of(pfc, lane, headers.frames[i], headers.header_bytes[i], r.dscp);
+        pfc_tags[i] = tag;
+        pfc_in.add(tag, headers.wire_bytes[i]);
         if (meta_offset >= 0) {
             PacketMeta* meta = packet_meta(m, meta_offset);
             meta->arrival_ns = now_ns;
@@ -165,6 +203,7 @@ struct Stamp {
             meta->ecn_capable = r.ecn_capable ? 1 : 0;
             meta->previous_class = r.previous_class;
             meta->burst_index = i;
+            meta->pfc_tag = tag;
             if (r.previous_class != classifier::kNoPreviousClass) [[unlikely]]
                 set_previous_job(m, r.previous_job);
         }
@@ -180,6 +219,8 @@ struct Stamp {
 struct RingAdmitter {
     const RxTask& task;
     rte_mbuf* const* pkts;
+    const uint8_t* pfc_tags;
+    PfcTally& pfc_out;
     uint64_t refused = 0;
     std::array<uint32_t, kMaxLanes> refused_by_lane{};
 
@@ -189,6 +230,8 @@ struct RingAdmitter {
         const unsigned queued = rte_ring_enqueue_burst(
             task.lanes[lane], reinterpret_cast<void* const*>(run), n, nullptr);
         if (queued < n) [[unlikely]] {
+            for (uint32_t k = queued; k < n; ++k)
+                pfc_out.add(pfc_tags[positions[k]], rte_pktmbuf_pkt_len(run[k]));
             rte_pktmbuf_free_bulk(&run[queued], n - queued);
             refused += n - queued;
             refused_by_lane[lane] += n - queued;
@@ -199,10 +242,10 @@ struct RingAdmitter {
 
 // Run to completion: straight into the scheduler, timed as its enqueue stage.
 void admit_local(EgressTask& e, const Burst& burst, rte_mbuf* const* pkts,
-                 const classifier::Result* results, LcoreCounters& c, const PipelineShared& shared,
-                 uint64_t now_ns) {
+                 const classifier::Result* results, const uint8_t* pfc_tags, LcoreCounters& c,
+                 const PipelineShared& shared, uint64_t now_ns) {
     const uint64_t tsc = rte_rdtsc();
-    BurstSource source{pkts, results, c};
+    BurstSource source{pkts, results, pfc_tags, e.pfc_accounts, c};
     admission::SchedulerAdmission<BurstSource> admission(*e.scheduler, e.leaves, shared.lane_count,
                                                          source, e.scratch_packets,
                                                          e.scratch_drops, now_ns);
@@ -233,8 +276,14 @@ void publish_rx(const RxTask& task, const Burst& burst, uint16_t n, uint64_t rx_
 
 uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared, uint64_t now_ns) {
     rte_mbuf* pkts[kBurst];
-    const uint16_t n = rte_eth_rx_burst(task.dpdk_port, task.queue, pkts, kBurst);
-    if (n == 0) return 0;
+    const uint16_t received = rte_eth_rx_burst(task.dpdk_port, task.queue, pkts, kBurst);
+    if (received == 0) return 0;
+    LcoreCounters& c = *ctx.counters;
+    // MAC control frames (PFC) are the PFC port's, never forwarded (counted received there).
+    const uint16_t n = take_mac_control(pkts, received, task.pfc, shared.meta_offset, now_ns,
+                                        c.ports[task.policy_port], c);
+    if (n == 0) [[unlikely]]
+        return received;
     RxHeaders headers;
     const uint64_t rx_bytes = linearise_headers(pkts, n, headers);
     classifier::Result* results = ctx.scratch_results.data();
@@ -243,19 +292,25 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared,
 
     EgressTask* const local = task.local_egress;
     Burst burst(shared.lane_count);
+    uint8_t pfc_tags[kBurst];
+    PfcTally pfc_in, pfc_out;
     burst.bucket(results, headers.wire_bytes, n,
-                 Stamp{pkts, local != nullptr ? -1 : shared.meta_offset, now_ns},
+                 Stamp{pkts, headers, task.pfc, local != nullptr ? -1 : shared.meta_offset, now_ns,
+                       pfc_tags, pfc_in},
                  [&](uint8_t i) { rte_pktmbuf_free(pkts[i]); });
-    LcoreCounters& c = *ctx.counters;
+    // Counted in before any of them can leave (and be counted out) on another lcore.
+    if (pfc_in.any) [[unlikely]]
+        pfc_in.publish_in(*task.pfc_accounts, c);
     if (local != nullptr) {
-        admit_local(*local, burst, pkts, results, c, shared, now_ns);
+        admit_local(*local, burst, pkts, results, pfc_tags, c, shared, now_ns);
         publish_rx(task, burst, n, rx_bytes, nullptr, c);
     } else {
-        RingAdmitter rings{task, pkts};
+        RingAdmitter rings{task, pkts, pfc_tags, pfc_out};
         burst.admit(rings);
+        pfc_out.publish_out(*task.pfc_accounts, c);
         publish_rx(task, burst, n, rx_bytes, &rings, c);
     }
-    return n;
+    return received;
 }
 
 // ---- Scheduler stage -----------------------------------------------------------------------
@@ -269,6 +324,7 @@ void apply_pending_update(EgressTask& e) {
         if (!update->error) {
             std::swap(e.scheduler, update->replacement);  // the old tree goes back to the poster
             std::swap(e.leaves, update->leaves);
+            pfc_reapply_holds(e.pfc, *e.scheduler);
         }
     } else if (update->params) {
         update->error = e.scheduler->apply(*update->params);
@@ -294,7 +350,7 @@ uint32_t admit_lanes(EgressTask& e, LcoreCounters& c, const PipelineShared& shar
                      uint64_t now_ns) {
     using Admission = admission::SchedulerAdmission<RingSource>;
     RingLanes lanes{e, shared.meta_offset};
-    RingSource source{shared.meta_offset, now_ns, c};
+    RingSource source{shared.meta_offset, now_ns, e.pfc_accounts, c};
     Admission sink(*e.scheduler, e.leaves, shared.lane_count, source, e.scratch_packets,
                    e.scratch_drops, now_ns);
     return LaneAdmission<rte_mbuf*, kBurst, RingLanes, Admission>(
@@ -310,12 +366,14 @@ uint16_t offer(EgressTask& e, rte_mbuf** pkts, const TxInfo* info, uint16_t coun
                LcoreCounters& c, const PipelineShared& shared, uint64_t now_ns) {
     const uint16_t sent = rte_eth_tx_burst(e.dpdk_port, 0, pkts, count);
     TxTally tally(shared.lane_count);
+    PfcTally pfc_out;
     uint64_t bytes = 0;
     for (uint16_t i = 0; i < sent; ++i) {
         const uint32_t len = info[i].length_bytes;
         const uint8_t lane = info[i].lane;
         const uint64_t latency = now_ns - std::min(now_ns, info[i].rx_ns);
         e.pacer.on_transmit(len);
+        pfc_out.add(info[i].pfc_tag, len);
         bytes += len;
         tally.packets[lane] += 1;
         tally.bytes[lane] += len;
@@ -333,6 +391,7 @@ uint16_t offer(EgressTask& e, rte_mbuf** pkts, const TxInfo* info, uint16_t coun
         }
         c.ports[e.policy_port].tx_packets.add(sent);
         c.ports[e.policy_port].tx_bytes.add(bytes);
+        pfc_out.publish_out(e.pfc_accounts, c);
     }
     const uint16_t refused = count - sent;
     if (refused != 0) {
@@ -345,6 +404,17 @@ uint16_t offer(EgressTask& e, rte_mbuf** pkts, const TxInfo* info, uint16_t coun
     }
     e.held_count = refused;
     return sent;
+}
+
+// PFC watchdog, action drop: a packet of a storming lossless priority, taken from the tree now
+// that its pause is ignored, is dropped rather than sent to a peer that cannot take it.
+void drop_in_storm(EgressTask& e, const sched::Packet& p, LcoreCounters& c) {
+    count_drop(c, DropCause::pfc_storm, 1);
+    c.lanes[admission::user_lane(p.user)].dropped.add(1);
+    PfcTally out;
+    out.add(admission::user_pfc_tag(p.user), p.length_bytes);
+    out.publish_out(e.pfc_accounts, c);
+    rte_pktmbuf_free(static_cast<rte_mbuf*>(p.handle));
 }
 
 // Re-offers held packets first; then releases from the scheduler what the pacer allows (port
@@ -364,17 +434,26 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
     const sched::DequeueResult r = e.scheduler->dequeue_burst(
         pkts, kBurst, allowance - 1 + TxPacer::wire_bytes(e.max_frame_bytes), now_ns, drops,
         kBurst, TxPacer::kWireCost);
-    free_drops(drops, r.dropped, c);
+    free_drops(drops, r.dropped, c, e.pfc_accounts);
     if (r.packets == 0) return 0;
     rte_mbuf* out[kBurst];
     TxInfo info[kBurst];
+    uint32_t n = 0;
     for (uint32_t i = 0; i < r.packets; ++i) {
-        out[i] = static_cast<rte_mbuf*>(pkts[i].handle);
-        info[i].rx_ns = rx_arrival_ns(pkts[i], shared);
-        info[i].length_bytes = pkts[i].length_bytes;
-        info[i].lane = pkts[i].user;
+        const uint8_t lane = admission::user_lane(pkts[i].user);
+        if ((e.pfc.storm_drop_lanes >> lane) & 1) [[unlikely]] {
+            drop_in_storm(e, pkts[i], c);
+            continue;
+        }
+        out[n] = static_cast<rte_mbuf*>(pkts[i].handle);
+        info[n].rx_ns = rx_arrival_ns(pkts[i], shared);
+        info[n].length_bytes = pkts[i].length_bytes;
+        info[n].lane = lane;
+        info[n].pfc_tag = admission::user_pfc_tag(pkts[i].user);
+        ++n;
     }
-    return offer(e, out, info, static_cast<uint16_t>(r.packets), c, shared, now_ns);
+    if (n == 0) return 0;
+    return offer(e, out, info, static_cast<uint16_t>(n), c, shared, now_ns);
 }
 
 // ---- Shutdown ------------------------------------------------------------------------------
@@ -387,12 +466,16 @@ bool egress_empty(const EgressTask& e) {
 }
 
 // Frees everything still inside the egress task, counting each packet by where it was.
-void discard_backlog(EgressTask& e, LcoreCounters& c, uint64_t now_ns) {
+void discard_backlog(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
+                     uint64_t now_ns) {
+    PfcTally out;
     for (uint32_t lane = 0; lane < e.lanes.size(); ++lane) {
         rte_mbuf* m[kBurst];
         unsigned n = 0;
         while ((n = rte_ring_dequeue_burst(e.lanes[lane], reinterpret_cast<void**>(m), kBurst,
                                            nullptr)) != 0) {
+            for (unsigned i = 0; i < n; ++i)
+                out.add(packet_meta(m[i], shared.meta_offset)->pfc_tag, rte_pktmbuf_pkt_len(m[i]));
             rte_pktmbuf_free_bulk(m, n);
             count_drop(c, DropCause::shutdown_lane_ring, n);
             c.lanes[lane].dropped.add(n);
@@ -404,16 +487,18 @@ void discard_backlog(EgressTask& e, LcoreCounters& c, uint64_t now_ns) {
         sched::Packet pkts[kBurst];
         sched::DroppedPacket drops[kBurst];
         const sched::DequeueResult r = e.scheduler->dequeue(pkts, kBurst, now_ns, drops, kBurst);
-        free_drops(drops, r.dropped, c, true);
+        free_drops(drops, r.dropped, c, e.pfc_accounts, true);
         for (uint32_t i = 0; i < r.packets; ++i) {
             sched::DroppedPacket as_drop{pkts[i], sched::DropReason::queue_full_packets};
-            free_drops(&as_drop, 1, c, true);
+            free_drops(&as_drop, 1, c, e.pfc_accounts, true);
         }
     }
     for (uint16_t i = 0; i < e.held_count; ++i) {
         c.lanes[e.held_info[i].lane].dropped.add(1);
+        out.add(e.held_info[i].pfc_tag, e.held_info[i].length_bytes);
         rte_pktmbuf_free(e.held[i]);
     }
+    out.publish_out(e.pfc_accounts, c);
     count_drop(c, DropCause::shutdown_nic_refused, e.held_count);
     e.held_count = 0;
 }
@@ -440,7 +525,7 @@ void shut_down(LcoreContext& ctx, PipelineShared& shared) {
     }
     const uint64_t now_ns = shared.clock.ns(rte_rdtsc());
     for (EgressTask* e : ctx.egress)
-        discard_backlog(*e, c, now_ns);
+        discard_backlog(*e, c, shared, now_ns);
 }
 
 }  // namespace
@@ -481,8 +566,12 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
             stages.sched_enqueue_packets.add(admitted);
         }
         uint32_t sent = 0;
-        for (EgressTask* e : ctx.egress)
-            sent += transmit(*e, c, shared, shared.clock.ns(tx_tsc));
+        for (EgressTask* e : ctx.egress) {
+            const uint64_t now_ns = shared.clock.ns(tx_tsc);
+            if (e->pfc.enabled) [[unlikely]]
+                pfc_round(e->pfc, *e->scheduler, shared.all_counters, c, now_ns);
+            sent += transmit(*e, c, shared, now_ns);
+        }
         if (sent != 0) {
             stages.sched_dequeue_tx_cycles.add(rte_rdtsc() - tx_tsc);
             stages.sched_dequeue_tx_packets.add(sent);

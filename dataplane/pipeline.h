@@ -29,6 +29,7 @@
 #include "admission/leaf_map.h"
 #include "classifier/classifier.h"
 #include "dataplane/lane_admission.h"
+#include "dataplane/pfc_port.h"
 #include "dataplane/pipeline_counters.h"
 #include "dataplane/tsc_clock.h"
 #include "dataplane/tx_pacer.h"
@@ -68,6 +69,8 @@ struct RxTask {
     // straight into its scheduler, skipping the lane rings. The scheduler orders them by
     // priority all the same; rings only exist to cross lcores.
     struct EgressTask* local_egress = nullptr;
+    PfcRx pfc;                     // MAC control frames; lossless packets' tags
+    const PfcAccounts* pfc_accounts = nullptr;  // the egress tree's (to count tags in)
 };
 
 // What TX accounting needs of a packet, taken from its scheduler descriptor.
@@ -75,6 +78,7 @@ struct TxInfo {
     uint64_t rx_ns = 0;  // RX arrival (TscClock ns)
     uint32_t length_bytes = 0;
     uint8_t lane = 0;  // class id
+    uint8_t pfc_tag = 0;
 };
 
 struct EgressTask {
@@ -100,6 +104,8 @@ struct EgressTask {
     // ring's capacity plus a burst, reserved before launch.
     ArrivalOrderScratch<rte_mbuf*> arrival_scratch;
     UpdateMailbox<SchedulerUpdate> updates;
+    PfcPort pfc;                // this port's PFC, when software
+    PfcAccounts pfc_accounts;   // tags of the lossless packets in this tree
 };
 
 struct LcoreContext {
@@ -124,6 +130,8 @@ struct PipelineShared {
     // Lcores with RX tasks that have not yet finished their last burst after the stop request;
     // egress tasks stop draining lanes only when it is 0 (nothing can arrive any more).
     std::atomic<uint32_t> rx_lcores_running{0};
+    // Every lcore's counters: a PFC port's lossless bytes inside twinlane are the sum over them.
+    std::vector<const LcoreCounters*> all_counters;
 };
 
 // The lcore body: runs until stop_requested(), then drains/drops its egress tasks.

@@ -32,6 +32,12 @@ const char* to_string(DropCause cause) {
             return "shutdown_nic_refused";
         case DropCause::sched_fq_overflow:
             return "sched_fq_overflow";
+        case DropCause::mac_control:
+            return "mac_control";
+        case DropCause::lossless_overflow:
+            return "lossless_overflow";
+        case DropCause::pfc_storm:
+            return "pfc_storm";
     }
     return "unknown";
 }
@@ -92,6 +98,7 @@ CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32
     CounterSnapshot s;
     s.ports.resize(port_count);
     s.lanes.resize(lane_count);
+    s.pfc.resize(port_count);
     for (const LcoreCounters* c : lcores) {
         for (uint32_t p = 0; p < port_count; ++p) {
             s.ports[p].rx_packets += c->ports[p].rx_packets.read();
@@ -99,6 +106,15 @@ CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32
             s.ports[p].tx_packets += c->ports[p].tx_packets.read();
             s.ports[p].tx_bytes += c->ports[p].tx_bytes.read();
             s.ports[p].tx_refused += c->ports[p].tx_refused.read();
+            const PfcCounters& in = c->pfc[p];
+            CounterSnapshot::Pfc& out = s.pfc[p];
+            for (uint32_t q = 0; q < 8; ++q) {
+                out.tx_frames[q] += in.tx_frames[q].read();
+                out.tx_pause_ns[q] += in.tx_pause_ns[q].read();
+                out.rx_frames[q] += in.rx_frames[q].read();
+                out.rx_pause_ns[q] += in.rx_pause_ns[q].read();
+                out.storms[q] += in.storms[q].read();
+            }
         }
         for (uint32_t l = 0; l < lane_count; ++l) {
             const LaneCounters& in = c->lanes[l];
@@ -120,7 +136,20 @@ CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32
         for (size_t i = 0; i < s.stages.size(); ++i)
             s.stages[i] += fields[i]->read();
     }
+    for (uint32_t p = 0; p < port_count; ++p)
+        for (uint32_t q = 0; q < 8; ++q) s.pfc[p].queued_bytes[q] = pfc_queued_bytes(lcores, p, q);
     return s;
+}
+
+uint64_t pfc_queued_bytes(const std::vector<const LcoreCounters*>& lcores, uint32_t port,
+                          uint32_t priority) {
+    // Every out first, then every in: a packet's in is counted before its out, so what the
+    // outs read has all been counted in by the time the ins are read. The result may count a
+    // packet that left meanwhile (a pause a moment early), never miss one still inside.
+    uint64_t out = 0, in = 0;
+    for (const LcoreCounters* c : lcores) out += c->pfc[port].out_bytes[priority].read();
+    for (const LcoreCounters* c : lcores) in += c->pfc[port].in_bytes[priority].read();
+    return in > out ? in - out : 0;
 }
 
 }  // namespace twinlane::dataplane

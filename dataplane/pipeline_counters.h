@@ -40,8 +40,11 @@ enum class DropCause : uint8_t {
     shutdown_scheduler,    // still queued in a scheduler when the pipeline stopped
     shutdown_nic_refused,  // refused by the NIC and still held when the pipeline stopped
     sched_fq_overflow,
+    mac_control,        // a MAC control frame (PFC, PAUSE): consumed, never forwarded
+    lossless_overflow,  // a lossless packet met a full leaf: its sender ignored PFC (headroom)
+    pfc_storm,          // a lossless priority in a PFC storm (watchdog action drop)
 };
-inline constexpr uint32_t kDropCauseCount = 13;
+inline constexpr uint32_t kDropCauseCount = 16;
 const char* to_string(DropCause cause);
 DropCause from_sched(sched::DropReason reason);
 
@@ -59,6 +62,18 @@ struct LaneCounters {  // per class
     RelaxedCounter latency_max_ns;
 };
 
+// Priority flow control on one port, per priority. in/out: bytes of lossless packets from this
+// port (as ingress) entering and leaving twinlane, each lcore its share (occupancy: the sum of
+// in less the sum of out over lcores). The others belong to the lcore transmitting on the port.
+struct PfcCounters {
+    std::array<RelaxedCounter, 8> in_bytes, out_bytes;
+    std::array<RelaxedCounter, 8> tx_frames;     // pause frames sent (XOFF, refresh, XON)
+    std::array<RelaxedCounter, 8> tx_pause_ns;   // time the peer was asked to hold its sending
+    std::array<RelaxedCounter, 8> rx_frames;     // pause frames received
+    std::array<RelaxedCounter, 8> rx_pause_ns;   // time this port's priority was held
+    std::array<RelaxedCounter, 8> storms;        // watchdog storm detections
+};
+
 // TSC cycles spent in each stage, and the packets they handled (cycles per packet = ratio).
 struct StageCounters {
     RelaxedCounter rx_classify_cycles, rx_classify_packets;
@@ -71,6 +86,7 @@ struct alignas(64) LcoreCounters {
     std::array<LaneCounters, kMaxLanes> lanes;
     std::array<RelaxedCounter, kDropCauseCount> drops;
     StageCounters stages;
+    std::array<PfcCounters, kMaxPolicyPorts> pfc;
 };
 
 // Plain totals read from a set of LcoreCounters.
@@ -82,8 +98,13 @@ struct CounterSnapshot {
         uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, dropped = 0;
         uint64_t latency_sum_ns = 0, latency_max_ns = 0;
     };
+    struct Pfc {
+        std::array<uint64_t, 8> tx_frames{}, tx_pause_ns{}, rx_frames{}, rx_pause_ns{}, storms{};
+        std::array<uint64_t, 8> queued_bytes{};  // lossless bytes of the port inside twinlane
+    };
     std::vector<Port> ports;
     std::vector<Lane> lanes;
+    std::vector<Pfc> pfc;  // by port
     std::array<uint64_t, kDropCauseCount> drops{};
     std::array<uint64_t, 6> stages{};  // StageCounters in declaration order
 
@@ -96,5 +117,9 @@ struct CounterSnapshot {
 
 CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32_t port_count,
                          uint32_t lane_count);
+
+// Lossless bytes from ingress `port` of `priority` inside twinlane now (PfcCounters).
+uint64_t pfc_queued_bytes(const std::vector<const LcoreCounters*>& lcores, uint32_t port,
+                          uint32_t priority);
 
 }  // namespace twinlane::dataplane

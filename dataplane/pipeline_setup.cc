@@ -260,4 +260,111 @@ std::vector<DaemonLcore> daemon_roles(const Pipeline& p) {
     return roles;
 }
 
+namespace {
+
+// `pfc: nic`: the NIC generates and honours PFC itself for the lossless priorities.
+bool hand_pfc_to_nic(const Pipeline& p, size_t port, std::string& error) {
+    const conf::PortPolicy& policy_port = p.policy->ports[port];
+    for (const conf::ClassPolicy& cls : p.policy->classes) {
+        if (!cls.lossless) continue;
+        rte_eth_pfc_conf conf{};
+        conf.fc.mode = RTE_ETH_FC_FULL;
+        // The NIC's watermarks are in KiB of its RX buffer.
+        conf.fc.high_water = static_cast<uint32_t>(cls.lossless->xoff_bytes >> 10);
+        conf.fc.low_water = static_cast<uint32_t>(cls.lossless->xon_bytes >> 10);
+        conf.fc.pause_time = pfc::kMaxQuanta;
+        conf.priority = cls.lossless->priority;
+        const int rc = rte_eth_dev_priority_flow_ctrl_set(p.dpdk_ports[port], &conf);
+        if (rc != 0) {
+            error = "port '" + policy_port.name + "' (" + port_name(p.dpdk_ports[port]) +
+                    "): pfc: nic: the device cannot do priority flow control for priority " +
+                    std::to_string(cls.lossless->priority) + " (" + rte_strerror(-rc) +
+                    "); use pfc: software";
+            return false;
+        }
+    }
+    spdlog::info("port '{}': priority flow control handed to the NIC", policy_port.name);
+    return true;
+}
+
+bool build_port_pfc(Pipeline& p, EgressTask& e, const conf::CompiledEgress& compiled,
+                    std::string& error) {
+    PfcPort& port = e.pfc;
+    const conf::PortPolicy& policy_port = p.policy->ports[compiled.port];
+    port.enabled = true;
+    port.dpdk_port = e.dpdk_port;
+    port.policy_port = e.policy_port;
+    port.rate_bits_per_sec = policy_port.rate_bits_per_sec;
+    rte_ether_addr mac{};
+    if (rte_eth_macaddr_get(e.dpdk_port, &mac) != 0) {
+        error = "port '" + policy_port.name + "': pfc: no MAC address to send PFC frames from";
+        return false;
+    }
+    std::copy(std::begin(mac.addr_bytes), std::end(mac.addr_bytes), port.mac.begin());
+    port.pool = p.pools[socket_of(e.dpdk_port)].get();
+    port.meta_offset = p.shared.meta_offset;
+    port.generator = pfc::PauseGenerator(p.compiled.pfc.ports[compiled.port].thresholds,
+                                         policy_port.rate_bits_per_sec);
+    port.receiver = pfc::PauseReceiver(policy_port.rate_bits_per_sec, p.compiled.pfc.watchdog);
+    port.pause_node = compiled.pause_node;
+    std::copy(compiled.lane_priority.begin(), compiled.lane_priority.end(),
+              port.lane_priority.begin());
+    const std::string name = "tl_pfc" + std::to_string(compiled.port);
+    rte_ring* ring = rte_ring_create(name.c_str(), 64, socket_of(e.dpdk_port), RING_F_SC_DEQ);
+    if (ring == nullptr) {
+        error = "cannot create ring " + name + ": " + rte_strerror(rte_errno);
+        return false;
+    }
+    p.rings.emplace_back(ring);
+    port.received = ring;
+    return true;
+}
+
+}  // namespace
+
+bool build_pfc(Pipeline& p, std::string& error) {
+    p.shared.all_counters = counter_blocks(p);
+    for (size_t i = 0; i < p.compiled.egress.size(); ++i) {
+        const conf::CompiledEgress& compiled = p.compiled.egress[i];
+        EgressTask& e = *p.egress[i];
+        e.pfc_accounts.count = static_cast<uint32_t>(compiled.pfc_accounts.size());
+        for (size_t k = 0; k < compiled.pfc_accounts.size(); ++k) {
+            e.pfc_accounts.ingress_port[k] = static_cast<uint16_t>(compiled.pfc_accounts[k].ingress_port);
+            e.pfc_accounts.priority[k] = compiled.pfc_accounts[k].priority;
+        }
+        switch (p.compiled.pfc.ports[compiled.port].mode) {
+            case conf::PfcMode::off:
+                break;
+            case conf::PfcMode::software:
+                if (!build_port_pfc(p, e, compiled, error)) return false;
+                break;
+            case conf::PfcMode::nic:
+                if (!hand_pfc_to_nic(p, compiled.port, error)) return false;
+                break;
+        }
+    }
+    for (const auto& ctx : p.lcores) {
+        for (RxTask& task : ctx->rx) {
+            const auto forward = std::find_if(
+                p.policy->forwarding.begin(), p.policy->forwarding.end(),
+                [&](const conf::ForwardingPolicy& f) { return f.from_port == task.policy_port; });
+            const size_t to = *p.egress_of[forward->to_port];
+            const conf::CompiledEgress& compiled = p.compiled.egress[to];
+            task.pfc_accounts = &p.egress[to]->pfc_accounts;
+            task.pfc.dscp_priority = &p.compiled.pfc.dscp_priority;
+            if (const auto own = p.egress_of[task.policy_port]; own && p.egress[*own]->pfc.enabled)
+                task.pfc.received = p.egress[*own]->pfc.received;
+            for (uint8_t lane = 0; lane < kMaxLanes; ++lane) {
+                const uint8_t priority = compiled.lane_priority[lane];
+                const uint8_t tag = compiled.pfc_tag(task.policy_port, lane, priority);
+                if (tag == 0) continue;
+                task.pfc.lossless_lanes |= 1u << lane;
+                task.pfc.lane_priority[lane] = priority;
+                task.pfc.lane_tag[lane] = tag;
+            }
+        }
+    }
+    return true;
+}
+
 }  // namespace twinlane::dataplane

@@ -57,6 +57,10 @@ bool start_ports(Pipeline& p, std::string& error);
 bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::string& error);
 // Per lcore of `plan`: its RX tasks (with a classifier) and egress tasks.
 bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error);
+// Priority flow control (pfc_port.h), after build_lcores: software ports' generators, receivers
+// and frame rings, RX tasks' tags; `pfc: nic` ports handed to the NIC (refused where its PMD
+// cannot).
+bool build_pfc(Pipeline& p, std::string& error);
 
 // mbufs out of the pools now (the leak check compares start and end).
 uint64_t pools_in_use(const Pipeline& p);

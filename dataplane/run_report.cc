@@ -10,6 +10,26 @@ double per_packet(uint64_t cycles, uint64_t packets) {
     return packets == 0 ? 0.0 : static_cast<double>(cycles) / static_cast<double>(packets);
 }
 
+// Per port and priority with any PFC activity: frames and paused time each way, storms.
+nlohmann::json pfc_json(const RunReport& r) {
+    nlohmann::json out = nlohmann::json::array();
+    const CounterSnapshot& c = r.counters;
+    for (size_t p = 0; p < c.pfc.size(); ++p) {
+        const CounterSnapshot::Pfc& s = c.pfc[p];
+        for (uint32_t q = 0; q < 8; ++q) {
+            if (s.tx_frames[q] + s.rx_frames[q] + s.storms[q] == 0) continue;
+            out.push_back({{"port", r.port_names[p]},
+                           {"priority", q},
+                           {"tx_pause_frames", s.tx_frames[q]},
+                           {"tx_pause_ms", static_cast<double>(s.tx_pause_ns[q]) / 1e6},
+                           {"rx_pause_frames", s.rx_frames[q]},
+                           {"rx_pause_ms", static_cast<double>(s.rx_pause_ns[q]) / 1e6},
+                           {"storms", s.storms[q]}});
+        }
+    }
+    return out;
+}
+
 nlohmann::json to_json(const RunReport& r) {
     const CounterSnapshot& c = r.counters;
     nlohmann::json drops = nlohmann::json::object();
@@ -59,6 +79,7 @@ nlohmann::json to_json(const RunReport& r) {
         {"queued", r.queued},
         {"ports", ports},
         {"classes", classes},
+        {"pfc", pfc_json(r)},
         {"lcores", r.lcore_roles},
         {"cycles_per_packet",
          {{"rx_classify", per_packet(st[0], st[1])},
@@ -119,6 +140,19 @@ void print_report(const RunReport& r, bool json) {
                     static_cast<unsigned long long>(s.dropped),
                     s.tx_packets ? static_cast<double>(s.latency_sum_ns) / s.tx_packets / 1e3 : 0.0,
                     static_cast<double>(s.latency_max_ns) / 1e3);
+    }
+    const nlohmann::json pfc = pfc_json(r);
+    if (!pfc.empty()) {
+        std::printf("\n  %-12s %8s %12s %14s %12s %14s %8s\n", "pfc port", "priority",
+                    "pauses sent", "peer held ms", "pauses recv", "held ms", "storms");
+        for (const auto& e : pfc) {
+            std::printf("  %-12s %8d %12llu %14.3f %12llu %14.3f %8llu\n",
+                        e["port"].get<std::string>().c_str(), e["priority"].get<int>(),
+                        e["tx_pause_frames"].get<unsigned long long>(),
+                        e["tx_pause_ms"].get<double>(),
+                        e["rx_pause_frames"].get<unsigned long long>(),
+                        e["rx_pause_ms"].get<double>(), e["storms"].get<unsigned long long>());
+        }
     }
     const auto& st = c.stages;
     std::printf("\n  cycles/packet: rx+classify %.1f, sched enqueue %.1f, dequeue+tx %.1f\n",

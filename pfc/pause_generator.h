@@ -32,6 +32,7 @@ class PauseGenerator {
     }
 
     bool enabled() const { return any_; }
+    bool lossless(uint32_t priority) const { return thresholds_[priority].lossless; }
 
     // The frame to send now, if any, given each priority's bytes inside twinlane.
     std::optional<PauseFrame> update(const std::array<uint64_t, kPriorities>& occupancy_bytes,

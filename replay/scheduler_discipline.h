@@ -26,7 +26,7 @@ public:
         const Arrival arrival{class_id, job_id, packet.flow_hash, classifier::kNoPreviousClass, 0};
         Source source{&drops};
         Admission(*scheduler_, leaves_, lane_count(), source, {}, refused_, now_ns)
-            .admit_one(lane(class_id), packet, arrival);
+            .admit_one(lane(class_id), packet, arrival, admission::user_pfc_tag(packet.user));
     }
     void reclassified(uint32_t flow_hash, uint8_t previous_class, uint32_t previous_job,
                       uint8_t class_id, uint32_t job_id) override {
@@ -65,6 +65,7 @@ private:
         const Arrival& classified(Item a) const { return *a; }
         uint32_t previous_job(Item a) const { return a->previous_job; }
         void describe(sched::Packet&, Item) const {}  // admit_one only
+        uint8_t pfc_tag(Item) const { return 0; }
         void dropped(const sched::DroppedPacket* d, uint32_t n) {
             for (uint32_t i = 0; i < n; ++i)
                 drops->push_back({d[i].packet, sched::to_string(d[i].reason)});

@@ -14,6 +14,8 @@ PACKAGES=(
   dpdk python3 python3-matplotlib iproute2 iperf3 sockperf tcpdump libclang-rt-14-dev
   # end-to-end test (tests/e2e): checksum offload off on the veths
   ethtool
+  # PFC frames read back as Wireshark decodes them (tests/integration/pfc_realtime_test.sh)
+  tshark
 )
 
 missing=()

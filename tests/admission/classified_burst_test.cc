@@ -107,6 +107,7 @@ struct TableSource {
         p.user_ns = 0;
     }
     void dropped(const sched::DroppedPacket*, uint32_t n) { dropped_count += n; }
+    uint8_t pfc_tag(Item) const { return 0; }
 };
 
 TEST(SchedulerAdmission, FlowsChangingClassLeaveInOrder) {
