@@ -13,6 +13,7 @@
 #include "classifier/classifier.h"
 #include "conf/compile.h"
 #include "conf/load_policy.h"
+#include "conf/lossless.h"
 #include "conf/policy.h"
 #include "conf/units.h"
 #include "dataplane/eal.h"
@@ -38,6 +39,7 @@ struct ReplayArgs {
     std::vector<std::string> compare;
     std::string port;
     std::string bulk_class = "training";
+    std::vector<std::string> pfc_pauses;  // AT:PRIORITY:DURATION
     bool json = false;
 };
 
@@ -60,7 +62,59 @@ struct Setup {
     uint64_t link_rate_bps = 0;
     uint16_t ingress_port = 0;
     uint8_t bulk_class = 0;
+    replay::LosslessOptions lossless;
 };
+
+// `--pfc-pause 10ms:3:2ms`: the egress peer pauses priority 3 for 2 ms at 10 ms.
+std::optional<replay::InjectedPause> parse_pause(const std::string& text) {
+    const size_t first = text.find(':');
+    const size_t second = first == std::string::npos ? first : text.find(':', first + 1);
+    if (second == std::string::npos) return std::nullopt;
+    const auto at = conf::parse_duration_ns(text.substr(0, first));
+    const auto priority = conf::parse_unsigned(text.substr(first + 1, second - first - 1), 7);
+    const auto duration = conf::parse_duration_ns(text.substr(second + 1));
+    if (!at || !priority || !duration || *duration == 0) return std::nullopt;
+    return replay::InjectedPause{*at, static_cast<uint8_t>(*priority), *duration};
+}
+
+// Lossless senders when the replayed path's ingress port runs PFC and a class is lossless: the
+// same thresholds, priorities and watchdog as `twinlane run`, the sender reacting after the
+// cable one way and its response (pfc/headroom.h's terms).
+bool lossless_options(const ReplayArgs& args, Setup& s) {
+    const conf::Policy& policy = *s.policy;
+    const conf::CompiledEgress& egress = s.egress();
+    const conf::PortPolicy& ingress = policy.ports[s.ingress_port];
+    replay::LosslessOptions& o = s.lossless;
+    o.enabled = s.compiled.pfc.ports[s.ingress_port].mode != conf::PfcMode::off &&
+                !egress.pfc_accounts.empty();
+    o.dscp_priority = s.compiled.pfc.dscp_priority;
+    o.thresholds = s.compiled.pfc.ports[s.ingress_port].thresholds;
+    std::copy(egress.lane_priority.begin(), egress.lane_priority.end(), o.class_priority.begin());
+    o.ingress_rate_bps = ingress.rate_bits_per_sec;
+    o.egress_rate_bps = s.link_rate_bps;
+    const pfc::Headroom h = conf::auto_headroom(policy, s.ingress_port);
+    o.sender_reaction_ns =
+        ingress.rate_bits_per_sec == 0
+            ? 0
+            : (h.cable_bytes / 2 + h.peer_bytes) * 8'000'000'000ULL / ingress.rate_bits_per_sec;
+    o.pause_node = egress.pause_node;
+    o.watchdog = s.compiled.pfc.watchdog;
+    for (const std::string& text : args.pfc_pauses) {
+        const auto pause = parse_pause(text);
+        if (!pause) {
+            spdlog::error("--pfc-pause '{}': expected AT:PRIORITY:DURATION, e.g. 10ms:3:2ms", text);
+            return false;
+        }
+        if (egress.pause_node[pause->priority] < 0) {
+            spdlog::error("--pfc-pause '{}': no lossless class of {} is bound to priority {}",
+                          text, args.policy, int{pause->priority});
+            return false;
+        }
+        o.pauses.push_back(*pause);
+    }
+    if (!o.pauses.empty()) o.enabled = true;
+    return true;
+}
 
 // The egress tree `args` selects (--port, else the first), or nullptr with an error logged.
 const conf::EgressTree* select_tree(const conf::Policy& policy, const ReplayArgs& args) {
@@ -139,6 +193,7 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
         return std::nullopt;
     }
     s.bulk_class = static_cast<uint8_t>(*bulk);
+    if (!lossless_options(args, s)) return std::nullopt;
     return s;
 }
 
@@ -223,6 +278,7 @@ int run(const ReplayArgs& args) {
             options.ingress_port = setup->ingress_port;
             options.keep_payload = writer != nullptr;
             options.max_frame_bytes = setup->egress().tree.max_packet_bytes;
+            options.lossless = setup->lossless;
             replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
             if (writer) writer->close();
             if (report->records_back_in_time() != 0 && name == disciplines.front()) {
@@ -298,6 +354,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
         ->delimiter(',')
         ->check(CLI::IsMember({"twinlane", "fifo", "rte_sched"}));
     cmd->add_option("--port", args->port, "Egress port of the policy (default: the first)");
+    cmd->add_option("--pfc-pause", args->pfc_pauses,
+                    "The egress peer pauses a lossless priority: AT:PRIORITY:DURATION, e.g. "
+                    "10ms:3:2ms (repeatable)");
     cmd->add_option("--bulk-class", args->bulk_class, "Class whose fairness is reported")
         ->capture_default_str();
     cmd->add_flag("--json", args->json, "Print the reports as a JSON array instead of a table");

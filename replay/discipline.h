@@ -41,6 +41,10 @@ public:
     virtual void reclassified(uint32_t /*flow_hash*/, uint8_t /*previous_class*/,
                               uint32_t /*previous_job*/, uint8_t /*class_id*/,
                               uint32_t /*job_id*/) {}
+    // A PFC pause from the egress peer: `node` of the egress tree (a lossless class's entry) may
+    // not send before `until_ns` (0: at once). Only a discipline with a queue per class can
+    // hold one class (twinlane's scheduler); FIFO and rte_sched keep sending.
+    virtual void hold(uint32_t /*node*/, uint64_t /*until_ns*/) {}
     // Earliest time >= now_ns at which dequeue may return a packet; UINT64_MAX when empty.
     virtual uint64_t next_eligible_ns(uint64_t now_ns) = 0;
     virtual uint64_t queued_packets() const = 0;

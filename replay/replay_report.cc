@@ -196,7 +196,7 @@ nlohmann::json ReplayReport::to_json() const {
              {{"interval_s", static_cast<double>(series_interval_ns_) / 1e9}, {"bps", series}}},
         };
     }
-    return {
+    json out = {
         {"discipline", discipline_},
         {"link_rate_bps", link_rate_bps_},
         {"duration_s", duration_s},
@@ -219,6 +219,9 @@ nlohmann::json ReplayReport::to_json() const {
           {"flows", bulk_flows_.members.size()},
           {"jobs", bulk_jobs_.members.size()}}},
     };
+    // Only when the replay modelled PFC: a report without it is what it always was.
+    if (!pfc_.is_null()) out["pfc"] = pfc_;
+    return out;
 }
 
 size_t ReplayReport::coarsen_series(uint64_t departure_ns) {
@@ -270,6 +273,20 @@ std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
                       static_cast<unsigned long long>(r->dropped_packets()),
                       static_cast<unsigned long long>(r->queued_at_end()));
         out += line;
+        for (const auto& p : r->pfc()) {
+            std::snprintf(line, sizeof line,
+                          "%-10s %-10s priority %d: pauses sent %llu, sender held %.3f ms "
+                          "(%llu packets, up to %.1f us later), pauses received %llu, egress "
+                          "held %.3f ms, storms %llu\n",
+                          r->discipline().c_str(), "pfc", p["priority"].get<int>(),
+                          p["pause_frames_sent"].get<unsigned long long>(),
+                          p["sender_paused_ms"].get<double>(),
+                          p["packets_held"].get<unsigned long long>(),
+                          p["max_sender_delay_us"].get<double>(),
+                          p["pause_frames_received"].get<unsigned long long>(),
+                          p["egress_paused_ms"].get<double>(), p["storms"].get<unsigned long long>());
+            out += line;
+        }
         if (r->split_records() != 0) {
             std::snprintf(line, sizeof line,
                           "%-10s %-10s %llu records above the port's largest frame replayed as "

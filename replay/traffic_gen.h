@@ -46,6 +46,11 @@ struct GenOptions {
     // rate (frontends, users), so together they never arrive faster than that link carries;
     // training comes from many fast GPU hosts at once and is not limited this way.
     bool edge_ingress_link = true;
+    // Lossless training: only RoCEv2 collectives (no NCCL-over-TCP jobs, no checkpoint writes),
+    // marked with `roce_dscp`, and with `roce_pcp` (0-7) an 802.1Q priority tag (VLAN 0).
+    bool roce_only = false;
+    uint8_t roce_dscp = 26;  // AF31, the usual lossless-class marking for RoCEv2
+    int roce_pcp = -1;       // -1: untagged
     uint64_t seed = 1;
     std::string output_path;  // used by write_traffic_pcap()
 };
