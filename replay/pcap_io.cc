@@ -222,6 +222,19 @@ bool PcapReader::next_libpcap(PcapRecord& record) {
             return false;
         }
         const std::string reason = pcap_geterr(handle_);
+        // libpcap 1.10 compares the first interface's type as a DLT value (LINKTYPE_RAW, 101,
+        // became DLT_RAW, 12) with each next interface's LINKTYPE value: two raw IP interfaces
+        // look different. The file is fine; a classic pcap holds it.
+        if (link_type_ == DLT_RAW &&
+            reason.find("has a type 101 different from the type of the first interface") !=
+                std::string::npos) {
+            throw PcapError("cannot read '" + path_ + "' after record " +
+                            std::to_string(records_read_) +
+                            ": its interfaces are all raw IP (LINKTYPE_RAW, 101), which " +
+                            pcap_lib_version() + " refuses as different types (\"" + reason +
+                            "\"); convert it to a classic pcap, which holds one link type, "
+                            "e.g. editcap -F pcap FILE OUT.pcap");
+        }
         // libpcap reads a pcapng file as one link type: interfaces of another type (Ethernet
         // and Linux cooked, as `tcpdump -i any` next to `-i eth0` writes) are a limit, not damage.
         if (reason.find("different from the type of the first interface") != std::string::npos) {
