@@ -22,6 +22,12 @@ constexpr int kDltRawOpenBsd = 14;
 
 constexpr size_t kEthernetHeaderBytes = 14;
 constexpr size_t kMacBytes = 6;
+// libpcap's largest caplen for the link types read here (MAXIMUM_SNAPLEN): it refuses longer
+// records. A file header may claim any snap length up to INT_MAX, which libpcap 1.10 keeps.
+constexpr uint32_t kMaxCaplen = 262144;
+// The converted-record buffer starts at the largest IP packet plus the Ethernet header and
+// grows to what records need: sized by a claimed snap length, a 100-byte file took 2.1 GB.
+constexpr size_t kInitialFrameBytes = 65535 + kEthernetHeaderBytes;
 // Locally administered, for frames whose capture has no MAC addresses.
 constexpr uint8_t kDestinationMac[kMacBytes] = {0x02, 0, 0, 0, 0, 0x01};
 constexpr uint8_t kDefaultSourceMac[kMacBytes] = {0x02, 0, 0, 0, 0, 0x02};
@@ -35,7 +41,7 @@ PcapReader::PcapReader(const std::string& path) : path_(path) {
         throw PcapError("cannot read pcap '" + path + "': " + errbuf);
     }
     link_type_ = pcap_datalink(handle_);
-    snap_length_ = static_cast<uint32_t>(pcap_snapshot(handle_));
+    snap_length_ = std::min(static_cast<uint32_t>(pcap_snapshot(handle_)), kMaxCaplen);
     switch (link_type_) {
     case DLT_EN10MB: map_file(); return;
     case DLT_LINUX_SLL: link_layer_ = LinkLayer::linux_sll; link_header_bytes_ = 16; break;
@@ -58,7 +64,8 @@ PcapReader::PcapReader(const std::string& path) : path_(path) {
     }
     // Records of other link types are rewritten as Ethernet frames into this one buffer.
     swapped_ = pcap_is_swapped(handle_) == 1;
-    ethernet_frame_.assign(size_t{snap_length_} + kEthernetHeaderBytes, 0);
+    ethernet_frame_.assign(
+        std::min(size_t{snap_length_} + kEthernetHeaderBytes, kInitialFrameBytes), 0);
     std::memcpy(ethernet_frame_.data(), kDestinationMac, sizeof kDestinationMac);
 }
 
@@ -70,8 +77,6 @@ PcapReader::~PcapReader() {
 namespace {
 constexpr size_t kFileHeaderBytes = 24;
 constexpr size_t kRecordHeaderBytes = 16;
-// libpcap's largest caplen for Ethernet (MAXIMUM_SNAPLEN); above it libpcap reports an error.
-constexpr uint32_t kMaxCaplen = 262144;
 
 uint32_t load32(const uint8_t* p, bool swapped) {
     uint32_t v;
@@ -178,9 +183,8 @@ bool PcapReader::next_mapped(PcapRecord& record) {
         const uint32_t seconds = load32(header, swapped_);
         const uint32_t fraction = load32(header + 4, swapped_);
         // libpcap's record timestamps are signed 32-bit: leave the sign bit to it.
-        if (caplen <= snap_length_ && caplen <= kMaxCaplen &&
-            left - kRecordHeaderBytes >= caplen && seconds < 0x80000000u &&
-            fraction < 0x80000000u) {
+        if (caplen <= snap_length_ && left - kRecordHeaderBytes >= caplen &&
+            seconds < 0x80000000u && fraction < 0x80000000u) {
             if (caplen > len) {
                 throw PcapError("corrupt pcap '" + path_ + "': record " +
                                 std::to_string(records_read_) + " has caplen " +

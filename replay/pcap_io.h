@@ -27,6 +27,8 @@
 //   next() returns false and truncated_tail() says why. Missing, unreadable or corrupt files
 //   and other link types throw PcapError whose message names the file and the reason
 //   (libpcap's, or the link type and the supported ones).
+//   Memory: the snap length a file claims is clamped to 262144 (libpcap refuses longer
+//   records); the conversion buffer grows with the records, not with the claim.
 //   PcapWriter writes an Ethernet pcap in nanosecond (default) or microsecond resolution
 //   (µs output truncates the ns timestamp; tests use it to produce µs files). Frames longer
 //   than the snap length are cut and keep their wire length. close() flushes and reports
@@ -72,8 +74,8 @@ class PcapReader {
     // in the file's mapping), so that records can be gathered into bursts.
     bool record_outlives_next() const { return last_mapped_; }
 
-    // The file's snap length (of its link-layer frames; converted frames may differ by the
-    // link header's length against the Ethernet header's).
+    // The file's snap length, at most 262144 (of its link-layer frames; converted frames may
+    // differ by the link header's length against the Ethernet header's).
     uint32_t snap_length() const { return snap_length_; }
     uint64_t records_read() const { return records_read_; }
     // Non-empty when the file ended inside a record: libpcap's words for it.
