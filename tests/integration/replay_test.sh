@@ -10,11 +10,14 @@
 #   link_rate     --link-rate rescales the policy: the default policy's 50% inference shaper
 #                 is 50G at --link-rate 100G (not the 5G of the file's 10G port), so 8G of
 #                 inference keeps its latency bound and loses nothing
+#   tiny_limits   per-job fq leaves at the smallest limits `check` accepts (packets: 1;
+#                 bytes: 9216) replay and account for every packet (they crashed the
+#                 scheduler: SIGSEGV)
 source "$(dirname "$0")/lib.sh"
 case_name=$1
-twinlane=$2
-pcaptool=$3
-policy=$4
+twinlane=$(realpath "$2")
+pcaptool=$(realpath "$3")
+policy=$(realpath "$4")
 
 "$twinlane" gen -o "$WORK/mix.pcap" --seed 11 --duration 50ms >/dev/null
 
@@ -124,6 +127,25 @@ assert p99 <= bound_us, (p99, bound_us)
 print(f"PASS: at --link-rate 100G inference p99 {p99:.2f} us <= {bound_us:.2f} us, "
       f"{inference['tx_packets']} packets, no drops")
 PY
+    ;;
+tiny_limits)
+    for limit in "packets: 1" "bytes: 9216" "packets: 2, bytes: 9216"; do
+        sed "s/limit: {packets: 4096, bytes: 8MiB}/limit: {$limit}/" "$policy" >"$WORK/tiny.yaml"
+        grep -q "limit: {$limit}" "$WORK/tiny.yaml" || fail "no per-job limit to edit in $policy"
+        "$twinlane" check -c "$WORK/tiny.yaml" >/dev/null || fail "check refuses limit {$limit}"
+        "$twinlane" --log-level warn replay -c "$WORK/tiny.yaml" -i "$WORK/mix.pcap" \
+            --report "$WORK/tiny.json" >/dev/null || fail "replay with limit {$limit} exited $?"
+        python3 - "$WORK/tiny.json" "$limit" <<'PY' || fail "tiny limit accounting"
+import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+dropped = sum(t["dropped"].values())
+assert t["rx_packets"] == t["tx_packets"] + dropped + t["queued_at_end"], t
+# An fq leaf of one packet (or one frame) makes room by pushing out its only packet.
+assert t["dropped"].get("fq_overflow", 0) > 0, t["dropped"]
+print(f"PASS: per-job limit {{{sys.argv[2]}}}: rx {t['rx_packets']} = tx {t['tx_packets']} + "
+      f"dropped {dropped} ({t['dropped']}) + queued {t['queued_at_end']}")
+PY
+    done
     ;;
 *)
     fail "unknown case $case_name"
