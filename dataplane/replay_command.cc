@@ -1,9 +1,11 @@
 #include "dataplane/replay_command.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -18,6 +20,7 @@
 #include "dataplane/eal.h"
 #include "dataplane/memory_check.h"
 #include "replay/fifo_discipline.h"
+#include "replay/output_file.h"
 #include "replay/pcap_io.h"
 #include "replay/replay_engine.h"
 #include "replay/replay_report.h"
@@ -49,6 +52,42 @@ std::string per_discipline(const std::string& path, const std::string& disciplin
     if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
         return path + "." + discipline;
     return path.substr(0, dot) + "." + discipline + path.substr(dot);
+}
+
+struct NamedPath {
+    std::string option;  // how the command line named it: "-o", "--report", ...
+    std::string path;
+};
+
+// Outputs must not be the command's inputs (same inode: also through a symlink or a hard link;
+// `-o IN` truncated the mapped input, a bus error and an empty file), nor one another (one
+// would silently replace the other).
+std::optional<std::string> outputs_clash(const ReplayArgs& args,
+                                         const std::vector<NamedPath>& outputs) {
+    const std::vector<NamedPath> inputs = {{"-i", args.input}, {"-c", args.policy}};
+    for (const NamedPath& output : outputs) {
+        for (const NamedPath& input : inputs) {
+            const bool same = input.path == "-" ? replay::same_file(output.path, STDIN_FILENO)
+                                                : replay::same_file(output.path, input.path);
+            if (same) {
+                return output.option + " '" + output.path + "' is the input " + input.option +
+                       " '" + input.path + "' (the same file): writing it would destroy what " +
+                       "the replay reads; choose another output path";
+            }
+        }
+    }
+    std::error_code ignored;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        for (size_t j = i + 1; j < outputs.size(); ++j) {
+            const auto a = std::filesystem::weakly_canonical(outputs[i].path, ignored);
+            const auto b = std::filesystem::weakly_canonical(outputs[j].path, ignored);
+            if (a == b || replay::same_file(outputs[i].path, outputs[j].path)) {
+                return outputs[i].option + " '" + outputs[i].path + "' and " + outputs[j].option +
+                       " '" + outputs[j].path + "' are the same file: give each its own path";
+            }
+        }
+    }
+    return std::nullopt;
 }
 
 struct Setup {
@@ -179,6 +218,18 @@ int run(const ReplayArgs& args) {
         if (d != args.discipline) disciplines.push_back(d);
     const bool several = disciplines.size() > 1;
 
+    std::vector<NamedPath> outputs;
+    for (const auto& name : disciplines) {
+        const std::string pcap = per_discipline(args.output, name, several);
+        if (!pcap.empty() && pcap != "-") outputs.push_back({"-o", pcap});
+        const std::string report = per_discipline(args.report, name, several);
+        if (!report.empty()) outputs.push_back({"--report", report});
+    }
+    if (auto problem = outputs_clash(args, outputs)) {
+        spdlog::error("{}", *problem);
+        return 2;
+    }
+
     std::optional<Setup> setup = prepare(args);
     if (!setup) return 2;
 
@@ -205,6 +256,9 @@ int run(const ReplayArgs& args) {
         return 2;
     }
     std::vector<std::unique_ptr<replay::ReplayReport>> reports;
+    // Written under temporary names and renamed once every run has finished: a failure (exit 2)
+    // leaves no output file behind, and never a partial one in place of a good one.
+    std::vector<std::unique_ptr<replay::OutputFile>> written;
     int rc = 0;
     for (const auto& name : disciplines) {
         classifier::Classifier classifier(setup->compiled.classifier);
@@ -215,9 +269,15 @@ int run(const ReplayArgs& args) {
             1'000'000);
         try {
             replay::PcapReader reader(args.input);
+            std::unique_ptr<replay::OutputFile> pcap_file;
             std::unique_ptr<replay::PcapWriter> writer;
             const std::string out_path = per_discipline(args.output, name, several);
-            if (!out_path.empty()) writer = std::make_unique<replay::PcapWriter>(out_path);
+            if (out_path == "-") {
+                writer = std::make_unique<replay::PcapWriter>(out_path);  // stdout
+            } else if (!out_path.empty()) {
+                pcap_file = std::make_unique<replay::OutputFile>(out_path);
+                writer = std::make_unique<replay::PcapWriter>(pcap_file->temporary_path());
+            }
             replay::ReplayOptions options;
             options.link_rate_bps = setup->link_rate_bps;
             options.ingress_port = setup->ingress_port;
@@ -225,6 +285,7 @@ int run(const ReplayArgs& args) {
             options.max_frame_bytes = setup->egress().tree.max_packet_bytes;
             replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
             if (writer) writer->close();
+            if (pcap_file) written.push_back(std::move(pcap_file));
             if (report->records_back_in_time() != 0 && name == disciplines.front()) {
                 spdlog::warn("pcap '{}': {} records stamped earlier than the record before them "
                              "(by up to {:.1f} us: an unsorted merge of captures, or one bad "
@@ -242,13 +303,24 @@ int run(const ReplayArgs& args) {
         } catch (const replay::PcapError& e) {
             spdlog::error("{}", e.what());
             return 2;
+        } catch (const replay::OutputError& e) {
+            spdlog::error("{}", e.what());
+            return 2;
         }
         const std::string report_path = per_discipline(args.report, name, several);
         if (!report_path.empty()) {
-            std::ofstream f(report_path);
-            f << report->to_json().dump(2) << "\n";
-            if (!f) {
-                spdlog::error("cannot write {}", report_path);
+            try {
+                auto report_file = std::make_unique<replay::OutputFile>(report_path);
+                std::ofstream f(report_file->temporary_path());
+                f << report->to_json().dump(2) << "\n";
+                f.close();
+                if (!f) {
+                    spdlog::error("cannot write {}", report_path);
+                    return 2;
+                }
+                written.push_back(std::move(report_file));
+            } catch (const replay::OutputError& e) {
+                spdlog::error("{}", e.what());
                 return 2;
             }
         }
@@ -258,6 +330,15 @@ int run(const ReplayArgs& args) {
             rc = 1;
         }
         reports.push_back(std::move(report));
+    }
+    // Also after an accounting mismatch (exit 1): the run finished, and its files show it.
+    for (const auto& file : written) {
+        try {
+            file->commit();
+        } catch (const replay::OutputError& e) {
+            spdlog::error("{}", e.what());
+            return 2;
+        }
     }
 
     if (args.json) {
