@@ -1,6 +1,7 @@
 #include "dataplane/replay_command.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -52,6 +53,22 @@ std::string per_discipline(const std::string& path, const std::string& disciplin
     if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
         return path + "." + discipline;
     return path.substr(0, dot) + "." + discipline + path.substr(dot);
+}
+
+// --compare replays the input once per discipline: stdin and pipes cannot be read again, and
+// the second run used to fail after the first had finished. Said before anything runs.
+std::optional<std::string> not_rereadable(const std::string& input, size_t disciplines) {
+    if (disciplines < 2) return std::nullopt;
+    const std::string why = "--compare replays the input once for each of the " +
+                            std::to_string(disciplines) + " disciplines, ";
+    if (input == "-")
+        return why + "and stdin ('-i -') cannot be read again: save it to a file and give that";
+    struct stat info {};
+    if (stat(input.c_str(), &info) == 0 && !S_ISREG(info.st_mode) && !S_ISBLK(info.st_mode)) {
+        return why + "and '" + input + "' is not a regular file (a pipe?), which cannot be " +
+               "read again: save it to a file and give that";
+    }
+    return std::nullopt;  // a missing file is PcapReader's error to give
 }
 
 struct NamedPath {
@@ -218,6 +235,10 @@ int run(const ReplayArgs& args) {
         if (d != args.discipline) disciplines.push_back(d);
     const bool several = disciplines.size() > 1;
 
+    if (auto problem = not_rereadable(args.input, disciplines.size())) {
+        spdlog::error("{}", *problem);
+        return 2;
+    }
     std::vector<NamedPath> outputs;
     for (const auto& name : disciplines) {
         const std::string pcap = per_discipline(args.output, name, several);

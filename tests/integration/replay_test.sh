@@ -16,6 +16,8 @@
 #   outputs       an output that is an input (itself, through a symlink, a hard link; the
 #                 policy) or another output is refused before anything is written; a run that
 #                 fails leaves no output, and an older output stays whole
+#   compare_stdin --compare on stdin or a pipe is refused before anything runs (the second
+#                 discipline could not read it again); one discipline on stdin replays
 source "$(dirname "$0")/lib.sh"
 case_name=$1
 twinlane=$(realpath "$2")
@@ -215,6 +217,28 @@ PY
     [ -L out-link.pcap ] || fail "the output symlink was replaced by a file"
     cmp -s out.pcap out.pcap.keep && fail "the symlink's target was not rewritten"
     echo "PASS: an output through a symlink rewrites its target and keeps the link"
+    ;;
+compare_stdin)
+    cd "$WORK"
+    rc=0
+    timeout 60 "$twinlane" --log-level warn replay -c "$policy" -i - --compare fifo \
+        -o s.pcap --report s.json <mix.pcap >out.txt 2>err.txt || rc=$?
+    [ "$rc" -eq 2 ] || fail "--compare on stdin exited $rc: $(cat err.txt)"
+    grep -q "stdin ('-i -') cannot be read again" err.txt || fail "--compare on stdin: $(cat err.txt)"
+    [ ! -s out.txt ] && [ -z "$(ls -A | grep -E '^s\.|^\.')" ] ||
+        fail "--compare on stdin ran before refusing: $(cat out.txt; ls -A)"
+    mkfifo in.fifo
+    rc=0
+    timeout 60 "$twinlane" --log-level warn replay -c "$policy" -i in.fifo --compare fifo \
+        >out.txt 2>err.txt || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "'in.fifo' is not a regular file" err.txt ||
+        fail "--compare on a pipe exited $rc: $(cat err.txt)"
+    echo "PASS: --compare refuses stdin and pipes before running: $(head -c 150 err.txt)"
+    "$twinlane" --log-level warn replay -c "$policy" -i - --report s.json <mix.pcap >/dev/null ||
+        fail "one discipline on stdin"
+    [ "$(json_field s.json totals rx_packets)" -eq "$(python3 "$pcaptool" count mix.pcap)" ] ||
+        fail "stdin replay lost packets"
+    echo "PASS: one discipline replays stdin"
     ;;
 *)
     fail "unknown case $case_name"
