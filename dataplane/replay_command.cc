@@ -1,9 +1,12 @@
 #include "dataplane/replay_command.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -19,6 +22,7 @@
 #include "dataplane/eal.h"
 #include "dataplane/memory_check.h"
 #include "replay/fifo_discipline.h"
+#include "replay/output_file.h"
 #include "replay/pcap_io.h"
 #include "replay/replay_engine.h"
 #include "replay/replay_report.h"
@@ -51,6 +55,58 @@ std::string per_discipline(const std::string& path, const std::string& disciplin
     if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
         return path + "." + discipline;
     return path.substr(0, dot) + "." + discipline + path.substr(dot);
+}
+
+// --compare replays the input once per discipline: stdin and pipes cannot be read again, and
+// the second run used to fail after the first had finished. Said before anything runs.
+std::optional<std::string> not_rereadable(const std::string& input, size_t disciplines) {
+    if (disciplines < 2) return std::nullopt;
+    const std::string why = "--compare replays the input once for each of the " +
+                            std::to_string(disciplines) + " disciplines, ";
+    if (input == "-")
+        return why + "and stdin ('-i -') cannot be read again: save it to a file and give that";
+    struct stat info {};
+    if (stat(input.c_str(), &info) == 0 && !S_ISREG(info.st_mode) && !S_ISBLK(info.st_mode)) {
+        return why + "and '" + input + "' is not a regular file (a pipe?), which cannot be " +
+               "read again: save it to a file and give that";
+    }
+    return std::nullopt;  // a missing file is PcapReader's error to give
+}
+
+struct NamedPath {
+    std::string option;  // how the command line named it: "-o", "--report", ...
+    std::string path;
+};
+
+// Outputs must not be the command's inputs (same inode: also through a symlink or a hard link;
+// `-o IN` truncated the mapped input, a bus error and an empty file), nor one another (one
+// would silently replace the other).
+std::optional<std::string> outputs_clash(const ReplayArgs& args,
+                                         const std::vector<NamedPath>& outputs) {
+    const std::vector<NamedPath> inputs = {{"-i", args.input}, {"-c", args.policy}};
+    for (const NamedPath& output : outputs) {
+        for (const NamedPath& input : inputs) {
+            const bool same = input.path == "-" ? replay::same_file(output.path, STDIN_FILENO)
+                                                : replay::same_file(output.path, input.path);
+            if (same) {
+                return output.option + " '" + output.path + "' is the input " + input.option +
+                       " '" + input.path + "' (the same file): writing it would destroy what " +
+                       "the replay reads; choose another output path";
+            }
+        }
+    }
+    std::error_code ignored;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        for (size_t j = i + 1; j < outputs.size(); ++j) {
+            const auto a = std::filesystem::weakly_canonical(outputs[i].path, ignored);
+            const auto b = std::filesystem::weakly_canonical(outputs[j].path, ignored);
+            if (a == b || replay::same_file(outputs[i].path, outputs[j].path)) {
+                return outputs[i].option + " '" + outputs[i].path + "' and " + outputs[j].option +
+                       " '" + outputs[j].path + "' are the same file: give each its own path";
+            }
+        }
+    }
+    return std::nullopt;
 }
 
 struct Setup {
@@ -234,6 +290,22 @@ int run(const ReplayArgs& args) {
         if (d != args.discipline) disciplines.push_back(d);
     const bool several = disciplines.size() > 1;
 
+    if (auto problem = not_rereadable(args.input, disciplines.size())) {
+        spdlog::error("{}", *problem);
+        return 2;
+    }
+    std::vector<NamedPath> outputs;
+    for (const auto& name : disciplines) {
+        const std::string pcap = per_discipline(args.output, name, several);
+        if (!pcap.empty() && pcap != "-") outputs.push_back({"-o", pcap});
+        const std::string report = per_discipline(args.report, name, several);
+        if (!report.empty()) outputs.push_back({"--report", report});
+    }
+    if (auto problem = outputs_clash(args, outputs)) {
+        spdlog::error("{}", *problem);
+        return 2;
+    }
+
     std::optional<Setup> setup = prepare(args);
     if (!setup) return 2;
 
@@ -260,6 +332,9 @@ int run(const ReplayArgs& args) {
         return 2;
     }
     std::vector<std::unique_ptr<replay::ReplayReport>> reports;
+    // Written under temporary names and renamed once every run has finished: a failure (exit 2)
+    // leaves no output file behind, and never a partial one in place of a good one.
+    std::vector<std::unique_ptr<replay::OutputFile>> written;
     int rc = 0;
     for (const auto& name : disciplines) {
         classifier::Classifier classifier(setup->compiled.classifier);
@@ -270,9 +345,15 @@ int run(const ReplayArgs& args) {
             1'000'000);
         try {
             replay::PcapReader reader(args.input);
+            std::unique_ptr<replay::OutputFile> pcap_file;
             std::unique_ptr<replay::PcapWriter> writer;
             const std::string out_path = per_discipline(args.output, name, several);
-            if (!out_path.empty()) writer = std::make_unique<replay::PcapWriter>(out_path);
+            if (out_path == "-") {
+                writer = std::make_unique<replay::PcapWriter>(out_path);  // stdout
+            } else if (!out_path.empty()) {
+                pcap_file = std::make_unique<replay::OutputFile>(out_path);
+                writer = std::make_unique<replay::PcapWriter>(pcap_file->temporary_path());
+            }
             replay::ReplayOptions options;
             options.link_rate_bps = setup->link_rate_bps;
             options.ingress_port = setup->ingress_port;
@@ -281,6 +362,7 @@ int run(const ReplayArgs& args) {
             options.lossless = setup->lossless;
             replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
             if (writer) writer->close();
+            if (pcap_file) written.push_back(std::move(pcap_file));
             if (report->records_back_in_time() != 0 && name == disciplines.front()) {
                 spdlog::warn("pcap '{}': {} records stamped earlier than the record before them "
                              "(by up to {:.1f} us: an unsorted merge of captures, or one bad "
@@ -298,13 +380,24 @@ int run(const ReplayArgs& args) {
         } catch (const replay::PcapError& e) {
             spdlog::error("{}", e.what());
             return 2;
+        } catch (const replay::OutputError& e) {
+            spdlog::error("{}", e.what());
+            return 2;
         }
         const std::string report_path = per_discipline(args.report, name, several);
         if (!report_path.empty()) {
-            std::ofstream f(report_path);
-            f << report->to_json().dump(2) << "\n";
-            if (!f) {
-                spdlog::error("cannot write {}", report_path);
+            try {
+                auto report_file = std::make_unique<replay::OutputFile>(report_path);
+                std::ofstream f(report_file->temporary_path());
+                f << report->to_json().dump(2) << "\n";
+                f.close();
+                if (!f) {
+                    spdlog::error("cannot write {}", report_path);
+                    return 2;
+                }
+                written.push_back(std::move(report_file));
+            } catch (const replay::OutputError& e) {
+                spdlog::error("{}", e.what());
                 return 2;
             }
         }
@@ -314,6 +407,15 @@ int run(const ReplayArgs& args) {
             rc = 1;
         }
         reports.push_back(std::move(report));
+    }
+    // Also after an accounting mismatch (exit 1): the run finished, and its files show it.
+    for (const auto& file : written) {
+        try {
+            file->commit();
+        } catch (const replay::OutputError& e) {
+            spdlog::error("{}", e.what());
+            return 2;
+        }
     }
 
     if (args.json) {

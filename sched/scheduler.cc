@@ -717,7 +717,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
             next_slot_[slot] = kInvalid;
             append_to_flow(leaf, flow, slot, packet.length_bytes, append);
             depth_bytes += packet.length_bytes;
-            if (depth++ == 0) activate(leaf.node);
+            ++depth;
             ++run_in;
             run_in_bytes += packet.length_bytes;
         };
@@ -754,6 +754,13 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
             drop(leaf.counters, packet, reason);
         }
         append.flush(flows_);
+        // The leaf is linked into the tree while it holds packets, by the state of the leaf
+        // before and after the run, never by its depth within it: an fq overflow may push out
+        // the leaf's last packet for the arrival it admits (depth 0 for a moment, the leaf still
+        // linked), and linking it again there put it in its drr parent's ring twice (SIGSEGV
+        // in pick() with limit_packets 1). Depth only falls by an overflow, which admits the
+        // arrival, so a leaf that held packets before the run still does.
+        if (leaf.packets == 0 && depth != 0) activate(leaf.node);
         leaf.packets = depth;
         leaf.bytes = depth_bytes;
         publish_depth(leaf);

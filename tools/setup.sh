@@ -9,7 +9,7 @@ PACKAGES=(
   # libraries (found by meson through pkg-config)
   dpdk-dev libdpdk-dev libbpf-dev libxdp-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev nlohmann-json3-dev
-  libpcap-dev libcpp-httplib-dev libnuma-dev libelf-dev zlib1g-dev
+  libpcap-dev libnuma-dev libelf-dev zlib1g-dev
   # runtime tools used by tests, benchmarks and the demo
   dpdk python3 python3-matplotlib iproute2 iperf3 sockperf tcpdump libclang-rt-14-dev
   # end-to-end test (tests/e2e): checksum offload off on the veths
