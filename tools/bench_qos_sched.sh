@@ -11,6 +11,7 @@
 #   QOS_SCHED_BSZ="64,64,32,64"  qos_sched's --bsz (RX read, ring/enqueue, dequeue, TX write)
 #   QOS_SCHED_DIR=DIR            where qos_sched is built and cached (default BUILD_DIR/qos_sched)
 #   QOS_SCHED_SRC=DIR            its sources (default /usr/share/dpdk/examples/qos_sched)
+#   TWINLANE_RUN_ARGS="..."      more `twinlane run` options (e.g. --lane-ring-slots 8192)
 # A --benchmark_min_time argument (tools/test.sh passes one to every benchmark) makes it a brief
 # run: one run of 1 s per program and case, no warm-up beyond qos_sched's first second, no
 # testpmd column (tools/bench_dataplane.sh's brief run prints it). Exit 77 (meson: SKIP) with the
@@ -283,9 +284,10 @@ YAML
 # anything, this favours qos_sched.
 twinlane_run() {  # twinlane_run INPUT SIZE RUN: writes $work/twinlane.RUN.json
     twinlane_policy "$1" "$2"
+    # shellcheck disable=SC2086  # TWINLANE_RUN_ARGS: options split at spaces
     timeout $((seconds + 30)) "$twinlane" --log-level warn run --json --duration "$seconds" \
-        --no-control -c "$work/policy.yaml" -- "${eal_common[@]}" --file-prefix "$prefix-t" \
-        -l 0-1 >"$work/twinlane.$3.json"
+        --no-control ${TWINLANE_RUN_ARGS:-} -c "$work/policy.yaml" -- "${eal_common[@]}" \
+        --file-prefix "$prefix-t" -l 0-1 >"$work/twinlane.$3.json"
 }
 
 # ---- testpmd (ceiling reference, one forwarding lcore, as tools/bench_dataplane.sh) ----------
