@@ -16,6 +16,8 @@ PACKAGES=(
   ethtool
   # PFC frames read back as Wireshark decodes them (tests/integration/pfc_realtime_test.sh)
   tshark
+  # tools/bench_qos_sched.sh builds DPDK's qos_sched example from its sources in this package
+  dpdk-doc
 )
 
 missing=()
