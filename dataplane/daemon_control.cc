@@ -335,6 +335,17 @@ void DaemonControl::finish(UpdatePlan& plan,
 
 // ---- live reads ------------------------------------------------------------------------------
 
+void DaemonControl::note_reload(bool ok, std::string error) {
+    std::lock_guard lock(reload_mutex_);
+    ++reloads_;
+    if (!ok) {
+        ++reload_failures_;
+        last_reload_error_ = std::move(error);
+    } else {
+        last_reload_error_.clear();
+    }
+}
+
 ApiResult DaemonControl::status() {
     ApiResult base = PolicyStore::status();
     if (!base.ok()) return base;
@@ -377,6 +388,12 @@ ApiResult DaemonControl::status() {
     }
     out["applied_epoch"] = applied_epoch();
     out["egress"] = std::move(egress);
+    {
+        std::lock_guard lock(reload_mutex_);
+        out["reloads"] = {{"attempts", reloads_},
+                          {"failures", reload_failures_},
+                          {"last_error", last_reload_error_}};
+    }
     return ApiResult::success(std::move(out));
 }
 
