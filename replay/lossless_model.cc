@@ -92,6 +92,7 @@ void LosslessModel::update(uint64_t now_ns) {
         } else if (frame->quanta[p] == 0 && s.paused) {
             s.paused = false;
             s.paused_ns += now_ns - s.xoff_at_ns;
+            if (s.intervals.size() < kMaxIntervals) s.intervals.emplace_back(s.xoff_at_ns, now_ns);
             s.resume_at_ns = now_ns + options_.sender_reaction_ns;
             resumed_ = true;
         }
@@ -131,10 +132,13 @@ bool LosslessModel::peer_until(uint64_t now_ns) {
            peer_frames_[next_peer_frame_].first <= now_ns) {
         const auto& [at, frame] = peer_frames_[next_peer_frame_++];
         receiver_.tick(at);
+        note_holds(at);
         receiver_.on_frame(frame, at);
+        note_holds(at);
         changed = true;
     }
     changed = receiver_.tick(now_ns) || changed;
+    note_holds(now_ns);
     if (changed) {
         storm_drop_lanes_ = 0;
         for (uint32_t p = 0; p < pfc::kPriorities; ++p) {
@@ -145,6 +149,35 @@ bool LosslessModel::peer_until(uint64_t now_ns) {
     }
     return changed;
 }
+
+void LosslessModel::note_holds(uint64_t now_ns) {
+    for (uint32_t p = 0; p < pfc::kPriorities; ++p) {
+        const uint64_t until = receiver_.paused_until(p);
+        if (until != 0) {
+            if (held_until_[p] == 0) held_since_[p] = now_ns;
+            held_until_[p] = until;
+        } else if (held_until_[p] != 0) {
+            // Ended by XON or a storm (now) or by expiry (its time, at most now).
+            if (held_[p].size() < kMaxIntervals)
+                held_[p].emplace_back(held_since_[p], std::min(now_ns, held_until_[p]));
+            held_until_[p] = 0;
+        }
+    }
+}
+
+namespace {
+
+nlohmann::json intervals_ms(const std::vector<std::pair<uint64_t, uint64_t>>& intervals,
+                            uint64_t open_since_ns, uint64_t end_ns) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [from, to] : intervals)
+        out.push_back({static_cast<double>(from) / 1e6, static_cast<double>(to) / 1e6});
+    if (open_since_ns != UINT64_MAX)
+        out.push_back({static_cast<double>(open_since_ns) / 1e6, static_cast<double>(end_ns) / 1e6});
+    return out;
+}
+
+}  // namespace
 
 nlohmann::json LosslessModel::report(uint64_t end_ns) const {
     nlohmann::json out = nlohmann::json::array();
@@ -161,7 +194,12 @@ nlohmann::json LosslessModel::report(uint64_t end_ns) const {
              {"max_sender_delay_us", static_cast<double>(s.max_delay_ns) / 1e3},
              {"pause_frames_received", receiver_.frames(p)},
              {"egress_paused_ms", static_cast<double>(receiver_.paused_ns(p, end_ns)) / 1e6},
-             {"storms", receiver_.storms(p)}});
+             {"storms", receiver_.storms(p)},
+             {"sender_paused_intervals_ms",
+              intervals_ms(s.intervals, s.paused ? s.xoff_at_ns : UINT64_MAX, end_ns)},
+             {"egress_held_intervals_ms",
+              intervals_ms(held_[p], held_until_[p] != 0 ? held_since_[p] : UINT64_MAX,
+                           std::min(end_ns, held_until_[p]))}});
     }
     return out;
 }

@@ -22,6 +22,7 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "admission/lanes.h"
@@ -126,8 +127,12 @@ class LosslessModel {
         uint64_t frames = 0;
         uint64_t packets_held = 0;
         uint64_t max_delay_ns = 0;
+        std::vector<std::pair<uint64_t, uint64_t>> intervals;  // XOFF to XON, for the plots
     };
+    // The plots draw at most this many intervals per priority and direction.
+    static constexpr size_t kMaxIntervals = 10'000;
     void update(uint64_t now_ns);
+    void note_holds(uint64_t now_ns);  // records the egress hold intervals for the report
 
     LosslessOptions options_;
     pfc::PauseGenerator generator_;
@@ -137,6 +142,9 @@ class LosslessModel {
     bool resumed_ = false;
     std::vector<std::pair<uint64_t, pfc::PauseFrame>> peer_frames_;  // in time order
     size_t next_peer_frame_ = 0;
+    std::array<uint64_t, pfc::kPriorities> held_until_{};  // the egress holds last applied
+    std::array<uint64_t, pfc::kPriorities> held_since_{};
+    std::array<std::vector<std::pair<uint64_t, uint64_t>>, pfc::kPriorities> held_{};
     uint32_t storm_drop_lanes_ = 0;
 };
 
