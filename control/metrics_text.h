@@ -16,7 +16,7 @@
 //   {class,queue}_drops_total{reason}, {class,queue}_dropped_bytes_total{reason},
 //   {class,queue}_ecn_marks_total{marker}, {class,queue}_backlog_{packets,bytes}
 //     (class series: {class}, summed over the egress ports; queue series: {port,queue,kind}
-//      plus {class} on leaves and per_job nodes)
+//      plus {class} on the node where the class enters the tree: its leaf or per_job node)
 //   class_sojourn_seconds histogram: bucket le = (2^i - 1) ns for the sched log2 histogram's
 //   bucket i (exact: bucket i holds integer ns below 2^i), _sum, _count.
 // A field the API does not return is not exported (no placeholder zeros), except counters
