@@ -28,7 +28,7 @@ import yaml
 API_VERSIONS = {"Namespace": "v1", "ConfigMap": "v1", "DaemonSet": "apps/v1",
                 "Kustomization": "kustomize.config.k8s.io/v1beta1"}
 AF_XDP_CAPS = {"NET_ADMIN", "NET_RAW", "BPF", "PERFMON", "SYS_ADMIN", "IPC_LOCK"}
-XDP_OBJECT = "/usr/share/twinlane/twinlane_xdp.o"  # meson datadir/twinlane with prefix /usr
+XDP_OBJECT = "/usr/lib/twinlane/twinlane_xdp.o"  # dataplane/bpf/meson.build, prefix /usr
 
 
 def main():
