@@ -6,7 +6,7 @@
 For twinlane and twinlanectl, every subcommand and option their `--help` lists (recursively)
 is in the man page and offered by the completion at that point, and every option the
 completion offers exists; twinlane-xdp-config's options are in its man page; every key of
-conf/README.md's tables is in twinlane-policy(5), whose example passes `twinlane check`; every
+conf/README.md's key tables is in twinlane-policy(5), whose example passes `twinlane check`; every
 man page renders without a groff warning.
 """
 import os
@@ -107,9 +107,13 @@ for option in xdp_options:
 
 policy_man = man_text("twinlane-policy.5")
 keys = set()
+in_key_table = False  # the tables whose first column is "Key" (not the file or unit tables)
 for line in open(os.path.join(root, "conf", "README.md")):
-    match = re.match(r"^\| `([a-z_.]+)`(?:, `([a-z_.]+)`)* \|", line)
-    if match:
+    if not line.startswith("|"):
+        in_key_table = False
+    elif line.startswith("| Key |"):
+        in_key_table = True
+    elif in_key_table:
         keys |= set(re.findall(r"`([a-z_.]+)`", line.split("|")[1]))
 if len(keys) < 40:
     problems.append(f"conf/README.md: only {len(keys)} keys found in its tables")
