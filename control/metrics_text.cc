@@ -260,6 +260,34 @@ void add_port_stats(Exposition& out, const json& port) {
         out.gauge(name + "_bits_per_second", "Rate the daemon sampled over its last interval.",
                   labels, field(port, (k + "_bits_per_sec").c_str()));
     }
+    // Priority flow control: the daemon lists a priority once it has paused, been paused,
+    // stormed or held lossless bytes, so its series start then (PFC off: none).
+    const json& pfc = field(port, "pfc");
+    if (!pfc.is_array()) return;
+    for (const json& entry : pfc) {
+        const Labels with_priority =
+            with(labels, "priority", std::to_string(u64_of(field(entry, "priority"))));
+        for (const auto& [direction, key] :
+             {std::pair{"transmit", "tx"}, std::pair{"receive", "rx"}}) {
+            const Labels with_direction = with(with_priority, "direction", direction);
+            const std::string k(key);
+            out.counter("twinlane_port_pfc_pause_frames_total",
+                        "PFC pause frames (XOFF, refresh, XON): transmit = sent to the peer, "
+                        "receive = from it.",
+                        with_direction, field(entry, (k + "_pause_frames").c_str()));
+            const uint64_t paused_ns = u64_of(field(entry, (k + "_pause_duration_ns").c_str()));
+            out.counter("twinlane_port_pfc_paused_seconds_total",
+                        "Time paused: transmit = the peer was asked to hold, receive = this "
+                        "port's priority was held.",
+                        with_direction, json(static_cast<double>(paused_ns) / 1e9));
+        }
+        out.counter("twinlane_port_pfc_storms_total",
+                    "PFC watchdog storm detections (a pause held too long was released).",
+                    with_priority, field(entry, "storms"));
+        out.gauge("twinlane_port_pfc_lossless_backlog_bytes",
+                  "Lossless bytes of this ingress port and priority inside twinlane now.",
+                  with_priority, field(entry, "lossless_queued_bytes"));
+    }
 }
 
 }  // namespace

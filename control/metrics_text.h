@@ -10,7 +10,10 @@
 //   policy_epoch, policy_applied_epoch, policy_changes_total{change,result},
 //   policy_last_load_successful
 //   port_{up,speed_bits_per_second,policy_rate_bits_per_second}{port}
-//   port_{receive,transmit}_{packets,bytes,drops}_total{port}, port_{receive,transmit}_bits_per_second
+//   port_{receive,transmit}_{packets,bytes,drops}_total{port},
+//   port_{receive,transmit}_bits_per_second{port}
+//   port_pfc_{pause_frames,paused_seconds}_total{port,priority,direction},
+//   port_pfc_storms_total{port,priority}, port_pfc_lossless_backlog_bytes{port,priority}
 //   class_classified_{packets,bytes}_total{class}, class_malformed_drops_total{class}
 //   {class,queue}_{enqueued_packets,enqueued_bytes,packets,bytes,overlimits}_total,
 //   {class,queue}_drops_total{reason}, {class,queue}_dropped_bytes_total{reason},

@@ -200,6 +200,46 @@ TEST(MetricsText, StatusSeriesFromTheDaemon) {
               std::string::npos);
 }
 
+// A port with PFC: one entry per priority the daemon saw activity on.
+class PfcApi : public FakeDaemonApi {
+public:
+    ApiResult stats(StatsScope scope) override {
+        if (scope != StatsScope::ports) return FakeDaemonApi::stats(scope);
+        return ApiResult::success(nlohmann::json::array(
+            {{{"name", "uplink"}, {"port_id", 0}, {"rx_packets", 1}, {"tx_packets", 1},
+              {"pfc",
+               nlohmann::json::array({{{"priority", 3},
+                                       {"tx_pause_frames", 12},
+                                       {"tx_pause_duration_ns", 2'500'000'000ULL},
+                                       {"rx_pause_frames", 4},
+                                       {"rx_pause_duration_ns", 1'000'000},
+                                       {"storms", 1},
+                                       {"lossless_queued_bytes", 65536}}})}}}));
+    }
+};
+
+TEST(MetricsText, PfcSeriesPerPortAndPriority) {
+    PfcApi api;
+    const std::string text = prometheus_text(api);
+    parse_checked(text);
+    EXPECT_NE(text.find("twinlane_port_pfc_pause_frames_total{port=\"uplink\",priority=\"3\",direction=\"transmit\"} 12\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("twinlane_port_pfc_pause_frames_total{port=\"uplink\",priority=\"3\",direction=\"receive\"} 4\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_pfc_paused_seconds_total{port=\"uplink\",priority=\"3\",direction=\"transmit\"} 2.5\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_pfc_paused_seconds_total{port=\"uplink\",priority=\"3\",direction=\"receive\"} 0.001\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_pfc_storms_total{port=\"uplink\",priority=\"3\"} 1\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_pfc_lossless_backlog_bytes{port=\"uplink\",priority=\"3\"} 65536\n"),
+              std::string::npos);
+    // Without PFC entries (FakeDaemonApi's port) there are no PFC series.
+    FakeDaemonApi plain;
+    EXPECT_EQ(prometheus_text(plain).find("twinlane_port_pfc_"), std::string::npos);
+}
+
 TEST(MetricsText, WhatTheApiDoesNotSayIsNotExported) {
     FakeDaemonApi api;  // status without applied_epoch, change counters or port links
     const std::string text = prometheus_text(api);
