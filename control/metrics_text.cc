@@ -221,6 +221,17 @@ void add_status(Exposition& out, const json& value) {
             }
         }
     }
+    // The daemon's reloads of its policy file (SIGHUP, --watch-policy); each is also a `load`
+    // change above.
+    const json& reloads = field(value, "reloads");
+    if (reloads.is_object()) {
+        out.counter("twinlane_policy_reloads_total",
+                    "Reloads of the policy file (SIGHUP, --watch-policy), applied or refused.", {},
+                    field(reloads, "attempts"));
+        out.counter("twinlane_policy_reload_failures_total",
+                    "Reloads of the policy file that were refused (the running policy kept).", {},
+                    field(reloads, "failures"));
+    }
     if (value.contains("policy_last_load_ok")) {
         out.gauge("twinlane_policy_last_load_successful",
                   "0 after a policy load was refused (the previous policy still runs), 1 "

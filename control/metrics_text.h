@@ -8,7 +8,7 @@
 // (all prefixed twinlane_, each family with HELP and TYPE):
 //   build_info{version}, up, uptime_seconds, scrape_error{section}
 //   policy_epoch, policy_applied_epoch, policy_changes_total{change,result},
-//   policy_last_load_successful
+//   policy_last_load_successful, policy_reloads_total, policy_reload_failures_total
 //   port_{up,speed_bits_per_second,policy_rate_bits_per_second}{port}
 //   port_{receive,transmit}_{packets,bytes,drops}_total{port},
 //   port_{receive,transmit}_bits_per_second{port}

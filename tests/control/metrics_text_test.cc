@@ -171,6 +171,7 @@ public:
               {{"load", {{"applied", 2}, {"refused", 1}}},
                {"class_set", {{"applied", 3}, {"refused", 0}}}}},
              {"policy_last_load_ok", false},
+             {"reloads", {{"attempts", 3}, {"failures", 1}, {"last_error", "bad"}}},
              {"ports",
               nlohmann::json::array(
                   {{{"name", "west"}, {"link_up", true}, {"speed_mbps", 25000},
@@ -192,6 +193,8 @@ TEST(MetricsText, StatusSeriesFromTheDaemon) {
     EXPECT_NE(text.find("twinlane_policy_changes_total{change=\"class_set\",result=\"applied\"} 3\n"),
               std::string::npos);
     EXPECT_NE(text.find("twinlane_policy_last_load_successful 0\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_policy_reloads_total 3\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_policy_reload_failures_total 1\n"), std::string::npos);
     EXPECT_NE(text.find("twinlane_port_up{port=\"west\"} 1\n"), std::string::npos);
     EXPECT_NE(text.find("twinlane_port_up{port=\"east\"} 0\n"), std::string::npos);
     EXPECT_NE(text.find("twinlane_port_speed_bits_per_second{port=\"west\"} 25000000000\n"),
@@ -246,6 +249,7 @@ TEST(MetricsText, WhatTheApiDoesNotSayIsNotExported) {
     EXPECT_EQ(text.find("twinlane_policy_applied_epoch"), std::string::npos);
     EXPECT_EQ(text.find("twinlane_policy_changes_total"), std::string::npos);
     EXPECT_EQ(text.find("twinlane_policy_last_load_successful"), std::string::npos);
+    EXPECT_EQ(text.find("twinlane_policy_reloads_total"), std::string::npos);
     EXPECT_EQ(text.find("twinlane_port_up"), std::string::npos);
 }
 

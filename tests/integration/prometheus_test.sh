@@ -4,8 +4,8 @@
 # with deploy/prometheus's recording and alert rules loaded, 1 s scrapes, everything on
 # loopback in a temp dir. Through Prometheus's HTTP API (prometheus_check.py):
 #  - every series control/README.md documents is present, and every counter grows;
-#  - every recording rule has a result, every rule is healthy, a refused policy load fires
-#    TwinlanePolicyReloadFailed;
+#  - every recording rule has a result, every rule is healthy, a refused policy load and SIGHUP
+#    reload fire TwinlanePolicyReloadFailed, and a good SIGHUP reload clears it;
 #  - every query of deploy/grafana/twinlane.json returns data.
 # Usage: prometheus_test.sh TWINLANE TWINLANECTL PROMETHEUS SOURCE_ROOT
 source "$(dirname "$0")/lib.sh"
@@ -58,19 +58,24 @@ timeout 40 python3 "$here/prometheus_check.py" wait "$prom_url" ||
 since=$(date +%s.%N)
 sleep 1.5  # counters move under traffic between $since and the checks
 ctl() { timeout 30 "$twinlanectl" -s "$WORK/twinlane.sock" --timeout 20s "$@"; }
-# The change counters and the reload alert: one applied class change, one refused load (the
-# alert has no `for`, so it fires at the next evaluation), then a good load clears it.
+# The change counters and the reload alert: one applied class change, one refused load, one
+# refused SIGHUP reload of the policy file (the alert has no `for`, so it fires at the next
+# evaluation); later a good reload clears it.
 ctl class set training weight 5 >/dev/null || fail "class set refused"
 printf 'version: 1\nports: []\n' >broken.yaml
 rc=0
 ctl policy load "$WORK/broken.yaml" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 1 ] || fail "loading a broken policy exited $rc, expected 1 (refused)"
+cp policy.yaml good.yaml
+cp broken.yaml policy.yaml
+kill -HUP "$daemon"
 sleep 3
 timeout 60 python3 "$here/prometheus_check.py" check "$prom_url" --since "$since" \
     --readme "$src/control/README.md" --rules "$src/deploy/prometheus/twinlane.rules.yml" \
     --alerts "$src/deploy/prometheus/twinlane.alerts.yml" \
     --dashboard "$src/deploy/grafana/twinlane.json" || fail "prometheus checks (above)"
-ctl policy load "$WORK/policy.yaml" >/dev/null || fail "reloading the running policy refused"
+cp good.yaml policy.yaml
+kill -HUP "$daemon"
 sleep 2
 last=$(python3 - "$prom_url" <<'PY'
 import json, sys, urllib.request
@@ -78,7 +83,7 @@ url = sys.argv[1] + "/api/v1/query?query=twinlane_policy_last_load_successful"
 print(json.load(urllib.request.urlopen(url, timeout=10))["data"]["result"][0]["value"][1])
 PY
 )
-[ "$last" = 1 ] || fail "twinlane_policy_last_load_successful is $last after a good load"
+[ "$last" = 1 ] || fail "twinlane_policy_last_load_successful is $last after a good reload"
 
 kill -TERM "$daemon"
 rc=0
@@ -86,4 +91,4 @@ wait "$daemon" || rc=$?
 daemon=""
 [ "$rc" -eq 0 ] || fail "daemon exited $rc: $(tail -20 daemon.log)"
 echo "PASS: Prometheus scraped every documented series (counters growing), evaluated every" \
-     "rule, fired the reload alert on a refused load, answered every dashboard query"
+     "rule, fired the reload alert on refused loads and cleared it, answered every dashboard query"
