@@ -13,8 +13,7 @@
 - the ConfigMap's policy passes `twinlane check`, listens for metrics on the annotated port on a
   non-loopback address, puts its control socket where the probe and the host mount look, and
   names the XDP object where the Debian package installs it;
-- every option given to `twinlane run` exists in `twinlane run --help` (--watch-policy is
-  allowed while the reload work that adds it has not landed).
+- every option given to `twinlane run` exists in `twinlane run --help`.
 """
 import glob
 import os
@@ -154,10 +153,7 @@ def main():
     known = set(re.findall(r"(--[a-z][a-z-]*)", helptext)) | set(re.findall(r"(?<![-\w])(-[a-z]),", helptext))
     for arg in run_args[1:]:
         if arg.startswith("-") and arg not in known:
-            if arg == "--watch-policy":
-                print("note: --watch-policy is not in `twinlane run --help` yet (the reload work)")
-            else:
-                problems.append(f"`twinlane run` has no option {arg}")
+            problems.append(f"`twinlane run` has no option {arg}")
     return report(problems, f"{len(docs)} documents; the DaemonSet, its policy (twinlane check "
                             f"OK) and the Prometheus annotations agree")
 
