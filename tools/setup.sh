@@ -18,6 +18,9 @@ PACKAGES=(
   tshark
   # tools/bench_qos_sched.sh builds DPDK's qos_sched example from its sources in this package
   dpdk-doc
+  # deployment kit (tests/deploy, tests/integration/prometheus_test.sh): Prometheus and
+  # promtool, the Debian package build and lint, YAML parsing for the Kubernetes example
+  prometheus debhelper dpkg-dev fakeroot lintian python3-yaml
 )
 
 missing=()
@@ -41,4 +44,9 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The prometheus package enables a server on :9090 (all interfaces); the tests start their own
+# on loopback, so one this script installed is stopped and disabled again.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+  systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
 echo "setup: done"

@@ -84,7 +84,12 @@ TEST(MetricsText, EveryLineMatchesTheExpositionGrammar) {
 TEST(MetricsText, CountersCarryTheApiNumbers) {
     FakeDaemonApi api;
     const std::string text = prometheus_text(api);
-    EXPECT_NE(text.find("twinlane_port_rx_packets_total{port=\"west\"} 10\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_receive_packets_total{port=\"west\"} 10\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_receive_drops_total{port=\"west\"} 1\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_transmit_bits_per_second{port=\"west\"} 7200\n"),
+              std::string::npos);
     EXPECT_NE(text.find("twinlane_class_drops_total{class=\"inference\",reason=\"queue_full_packets\"} 15\n"),
               std::string::npos)
         << text;
@@ -92,7 +97,7 @@ TEST(MetricsText, CountersCarryTheApiNumbers) {
               std::string::npos);
     EXPECT_NE(text.find("twinlane_policy_epoch 3\n"), std::string::npos);
     // Label values are escaped: node name weird"name\ .
-    EXPECT_NE(text.find(R"(node="weird\"name\\")"), std::string::npos) << text;
+    EXPECT_NE(text.find(R"(queue="weird\"name\\")"), std::string::npos) << text;
     EXPECT_NE(text.find("# TYPE twinlane_class_sojourn_seconds histogram\n"), std::string::npos);
 }
 
@@ -124,6 +129,128 @@ TEST(MetricsText, HistogramBucketsAreCumulative) {
         EXPECT_EQ(list[10]->value, 61);
         EXPECT_EQ(list[0]->value, 1);
     }
+}
+
+TEST(MetricsText, QdiscStyleQueueSeries) {
+    FakeDaemonApi api;
+    const std::string text = prometheus_text(api);
+    // Sent = dequeued (qdisc "packets"/"bytes"), admitted separately.
+    EXPECT_NE(text.find("twinlane_class_packets_total{class=\"inference\"} 100\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_class_enqueued_bytes_total{class=\"training\"} 120000\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_class_dropped_bytes_total{class=\"inference\",reason=\"queue_full_packets\"} 15000\n"),
+              std::string::npos);
+    // Overlimits: 7 RED marks + 2 CoDel marks + 5 CoDel drops (+ 0 RED early drops).
+    EXPECT_NE(text.find("twinlane_class_overlimits_total{class=\"training\"} 14\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_class_backlog_packets{class=\"training\"} 0\n"),
+              std::string::npos);
+    // A leaf has its class label; an inner node has none (not class="").
+    EXPECT_NE(text.find("twinlane_queue_packets_total{port=\"east\",queue=\"weird\\\"name\\\\\",kind=\"fifo\",class=\"inference\"} 100\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("twinlane_queue_backlog_bytes{port=\"east\",queue=\"root\",kind=\"strict\"} 0\n"),
+              std::string::npos);
+    EXPECT_EQ(text.find("class=\"\""), std::string::npos);
+    // The old names are gone.
+    EXPECT_EQ(text.find("_depth_packets"), std::string::npos);
+    EXPECT_EQ(text.find("_packets_out_total"), std::string::npos);
+}
+
+// A daemon's status: ports with their links, change counters, the applied epoch.
+class DaemonStatusApi : public FakeDaemonApi {
+public:
+    ApiResult status() override {
+        return ApiResult::success(
+            {{"version", "9.8.7"},
+             {"uptime_ns", 1'500'000'000ULL},
+             {"policy_epoch", 5},
+             {"applied_epoch", 4},
+             {"policy_changes",
+              {{"load", {{"applied", 2}, {"refused", 1}}},
+               {"class_set", {{"applied", 3}, {"refused", 0}}}}},
+             {"policy_last_load_ok", false},
+             {"reloads", {{"attempts", 3}, {"failures", 1}, {"last_error", "bad"}}},
+             {"ports",
+              nlohmann::json::array(
+                  {{{"name", "west"}, {"link_up", true}, {"speed_mbps", 25000},
+                    {"rate_bits_per_sec", 10'000'000'000ULL}},
+                   {{"name", "east"}, {"link_up", false}, {"speed_mbps", 0},
+                    {"rate_bits_per_sec", 10'000'000'000ULL}}})}});
+    }
+};
+
+TEST(MetricsText, StatusSeriesFromTheDaemon) {
+    DaemonStatusApi api;
+    const std::string text = prometheus_text(api);
+    parse_checked(text);
+    EXPECT_NE(text.find("twinlane_build_info{version=\"9.8.7\"} 1\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_uptime_seconds 1.5\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("twinlane_policy_applied_epoch 4\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_policy_changes_total{change=\"load\",result=\"refused\"} 1\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_policy_changes_total{change=\"class_set\",result=\"applied\"} 3\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_policy_last_load_successful 0\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_policy_reloads_total 3\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_policy_reload_failures_total 1\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_up{port=\"west\"} 1\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_up{port=\"east\"} 0\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_speed_bits_per_second{port=\"west\"} 25000000000\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_policy_rate_bits_per_second{port=\"east\"} 10000000000\n"),
+              std::string::npos);
+}
+
+// A port with PFC: one entry per priority the daemon saw activity on.
+class PfcApi : public FakeDaemonApi {
+public:
+    ApiResult stats(StatsScope scope) override {
+        if (scope != StatsScope::ports) return FakeDaemonApi::stats(scope);
+        return ApiResult::success(nlohmann::json::array(
+            {{{"name", "uplink"}, {"port_id", 0}, {"rx_packets", 1}, {"tx_packets", 1},
+              {"pfc",
+               nlohmann::json::array({{{"priority", 3},
+                                       {"tx_pause_frames", 12},
+                                       {"tx_pause_duration_ns", 2'500'000'000ULL},
+                                       {"rx_pause_frames", 4},
+                                       {"rx_pause_duration_ns", 1'000'000},
+                                       {"storms", 1},
+                                       {"lossless_queued_bytes", 65536}}})}}}));
+    }
+};
+
+TEST(MetricsText, PfcSeriesPerPortAndPriority) {
+    PfcApi api;
+    const std::string text = prometheus_text(api);
+    parse_checked(text);
+    EXPECT_NE(text.find("twinlane_port_pfc_pause_frames_total{port=\"uplink\",priority=\"3\",direction=\"transmit\"} 12\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("twinlane_port_pfc_pause_frames_total{port=\"uplink\",priority=\"3\",direction=\"receive\"} 4\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_pfc_paused_seconds_total{port=\"uplink\",priority=\"3\",direction=\"transmit\"} 2.5\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_pfc_paused_seconds_total{port=\"uplink\",priority=\"3\",direction=\"receive\"} 0.001\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_pfc_storms_total{port=\"uplink\",priority=\"3\"} 1\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_pfc_lossless_backlog_bytes{port=\"uplink\",priority=\"3\"} 65536\n"),
+              std::string::npos);
+    // Without PFC entries (FakeDaemonApi's port) there are no PFC series.
+    FakeDaemonApi plain;
+    EXPECT_EQ(prometheus_text(plain).find("twinlane_port_pfc_"), std::string::npos);
+}
+
+TEST(MetricsText, WhatTheApiDoesNotSayIsNotExported) {
+    FakeDaemonApi api;  // status without applied_epoch, change counters or port links
+    const std::string text = prometheus_text(api);
+    EXPECT_EQ(text.find("twinlane_policy_applied_epoch"), std::string::npos);
+    EXPECT_EQ(text.find("twinlane_policy_changes_total"), std::string::npos);
+    EXPECT_EQ(text.find("twinlane_policy_last_load_successful"), std::string::npos);
+    EXPECT_EQ(text.find("twinlane_policy_reloads_total"), std::string::npos);
+    EXPECT_EQ(text.find("twinlane_port_up"), std::string::npos);
 }
 
 class FailingApi : public FakeDaemonApi {
