@@ -126,7 +126,9 @@ first_training = kinds.index(17)
 # all 150 inference packets (2.4 ms of the link) to leave before the first training one.
 assert kinds[:first_training].count(6) == 150, f"training left after {first_training} packets"
 pfc = [c2 for c2 in c["pfc"] if c2["port"] == "east" and c2["priority"] == 3][0]
-assert pfc["rx_pause_frames"] == 1 and 100 <= pfc["rx_pause_ms"] <= 103, pfc
+# The hold ends at the lcore's first poll after it expires: late by as long as the lcore was
+# off its CPU, which on a loaded 2-core machine (sanitizers, parallel tests) reaches ms.
+assert pfc["rx_pause_frames"] == 1 and 100 <= pfc["rx_pause_ms"] <= 130, pfc
 # West sent XOFF (priority 3, 0xFFFF quanta) when east's backlog passed 200 KB, XON at 100 KB.
 west = [f for _, f in records(sys.argv[3]) if f[12:14] == b"\x88\x08"]
 assert len(west) >= 2, f"{len(west)} PFC frames out of west"
@@ -162,7 +164,7 @@ c = json.load(open(sys.argv[1]))
 assert c["rx_packets"] == c["tx_packets"] + sum(c["dropped"].values()) + c["queued"], c
 east = [e for e in c["pfc"] if e["port"] == "east" and e["priority"] == 3][0]
 assert east["storms"] == 1, east
-assert 40 < east["rx_pause_ms"] < 70, east          # held until the storm was declared
+assert 40 < east["rx_pause_ms"] < 90, east          # held until the storm was declared
 assert c["dropped"]["pfc_storm"] > 0, c["dropped"]  # then its packets are dropped
 assert c["dropped"]["lossless_overflow"] == 0, c["dropped"]
 print(f"PASS: watchdog: storm after {east['rx_pause_ms']:.1f} ms, "
