@@ -1029,11 +1029,23 @@ std::optional<ValidationError> Scheduler::migrate_from(Scheduler& old_tree) {
     return std::nullopt;
 }
 
-uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
-    if (from == to || from >= leaves_.size() || to >= leaves_.size()) return 0;
+bool Scheduler::set_shaper_rate(uint32_t node, uint64_t rate_bits_per_sec, uint64_t now_ns) {
+    if (node >= nodes_.size() || rate_bits_per_sec == 0 || rate_bits_per_sec > kMaxRateBitsPerSec)
+        return false;
+    NodeSpec& spec = spec_.nodes[node];
+    if (spec.shaper.rate_bits_per_sec == 0) return false;
+    TokenBucket& shaper = nodes_[node].shaper;
+    shaper.refill(now_ns);  // what the old rate earned until now
+    shaper.configure(rate_bits_per_sec, spec.shaper.burst_bytes);
+    spec.shaper.rate_bits_per_sec = rate_bits_per_sec;
+    return true;
+}
+
+MoveResult Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, uint16_t user) {
+    if (from == to || from >= leaves_.size() || to >= leaves_.size()) return {};
     Leaf& source = leaves_[from];
     Leaf& target = leaves_[to];
-    if (source.packets == 0) return 0;
+    if (source.packets == 0) return {};
     // Take the flow's packets out of its bucket in `source` (shared with colliding flows, which
     // stay), keeping their order in a chain.
     Flow& bucket = flows_[source.first_flow + (flow_hash & source.flow_mask)];
@@ -1066,7 +1078,7 @@ uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
         bytes += slots_[slot].length_bytes;
         slot = next;
     }
-    if (packets == 0) return 0;
+    if (packets == 0) return {};
     // An emptied bucket may stay on the leaf's flow lists: dequeue drops empty flows lazily.
     bucket.packets -= packets;
     bucket.bytes -= bytes;
@@ -1082,6 +1094,7 @@ uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
         const uint32_t next = next_slot_[slot];
         next_slot_[slot] = kInvalid;
         slots_[slot].leaf = to;  // the descriptor names the leaf it is queued in
+        if (user != kKeepUser) slots_[slot].user = static_cast<uint8_t>(user);
         append_to_flow(target, target_flow, slot, slots_[slot].length_bytes, append);
         slot = next;
     }
@@ -1093,7 +1106,7 @@ uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
     target.packets += packets;
     publish_depth(target);
     if (was_idle) activate(target.node);
-    return packets;
+    return {packets, bytes};
 }
 
 // ---- introspection ------------------------------------------------------------------------

@@ -37,6 +37,12 @@
 
 namespace twinlane::sched {
 
+// What Scheduler::move_flow moved.
+struct MoveResult {
+    uint32_t packets = 0;
+    uint64_t bytes = 0;
+};
+
 struct DequeueResult {
     uint32_t packets = 0;       // written to `out`, in scheduling order
     uint32_t dropped = 0;       // CoDel drops written to `drops`
@@ -118,7 +124,22 @@ public:
     // packets_in of `to`. O(packets queued in the flow's bucket of `from`) (all of `from` for
     // a fifo leaf) plus O(children) per ancestor left idle. Returns the packets moved; 0 when
     // `from` == `to` or either is not a leaf id. Owning lcore, between enqueue/dequeue calls.
-    uint32_t move_flow(uint16_t from, uint16_t to, uint32_t flow_hash);
+    uint32_t move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
+        return move_flow(from, to, flow_hash, kKeepUser).packets;
+    }
+    // The same, and the moved packets' `user` becomes `user` (kKeepUser: unchanged), so that
+    // they leave counted in the class they moved to (an SLO downgrade, slo/governor.h).
+    static constexpr uint16_t kKeepUser = UINT16_MAX;
+    MoveResult move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, uint16_t user);
+
+    // The shaper of `node` runs at `rate_bits_per_sec` from `now_ns` on (tokens earned at the
+    // old rate until then are kept; the bucket depth is unchanged); the spec() says so too.
+    // O(1), no allocation: for a controller on the owning lcore, between bursts. False (and
+    // nothing changed) for a node without a shaper, a rate of 0 or above kMaxRateBitsPerSec.
+    bool set_shaper_rate(uint32_t node, uint64_t rate_bits_per_sec, uint64_t now_ns);
+
+    // Bytes queued in `leaf` now (the owner's view; other threads read leaf_counters()).
+    uint64_t leaf_queued_bytes(uint16_t leaf) const { return leaves_[leaf].bytes; }
 
     // Holds node `node` and its subtree until `until_ns` (0: releases it now), as a PFC pause of
     // the priority the node's class is bound to: dequeue skips it as it skips a shaper that does
