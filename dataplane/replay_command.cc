@@ -39,6 +39,7 @@ struct ReplayArgs {
     std::string port;
     std::string bulk_class = "training";
     bool json = false;
+    bool slo_measure_only = false;
 };
 
 // `out.pcap` + `fifo` -> `out.fifo.pcap`: one file per discipline when several run.
@@ -60,6 +61,7 @@ struct Setup {
     uint64_t link_rate_bps = 0;
     uint16_t ingress_port = 0;
     uint8_t bulk_class = 0;
+    bool slo_measure_only = false;
 };
 
 // The egress tree `args` selects (--port, else the first), or nullptr with an error logged.
@@ -139,6 +141,7 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
         return std::nullopt;
     }
     s.bulk_class = static_cast<uint8_t>(*bulk);
+    s.slo_measure_only = args.slo_measure_only;
     return s;
 }
 
@@ -169,8 +172,17 @@ std::unique_ptr<replay::Discipline> make_discipline(const std::string& name, con
         spdlog::error("scheduling tree: {}", built.error->to_string());
         return nullptr;
     }
-    return std::make_unique<replay::SchedulerDiscipline>(std::move(built.scheduler),
-                                                         s.egress().leaves);
+    auto d = std::make_unique<replay::SchedulerDiscipline>(std::move(built.scheduler),
+                                                           s.egress().leaves);
+    slo::SloTreeSpec slo = s.egress().slo;
+    if (s.slo_measure_only) {
+        for (slo::SloClassSpec& c : slo.classes) c.adapt_cap = c.downgrade = false;
+    }
+    if (auto problem = d->govern(slo)) {
+        spdlog::error("slo: {}", *problem);
+        return nullptr;
+    }
+    return d;
 }
 
 int run(const ReplayArgs& args) {
@@ -225,6 +237,14 @@ int run(const ReplayArgs& args) {
             options.max_frame_bytes = setup->egress().tree.max_packet_bytes;
             replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
             if (writer) writer->close();
+            const auto* governed = dynamic_cast<const replay::SchedulerDiscipline*>(discipline.get());
+            if (governed != nullptr && governed->governor() != nullptr) {
+                replay::SloReport slo = replay::SloReport::from(*governed->governor());
+                for (const slo::SloEvent& e : slo.events)
+                    spdlog::debug("slo at {:.6f} s: {}", static_cast<double>(e.time_ns) / 1e9,
+                                  slo::describe(e, slo.classes.at(e.class_index).spec));
+                report->set_slo(std::move(slo));
+            }
             if (report->records_back_in_time() != 0 && name == disciplines.front()) {
                 spdlog::warn("pcap '{}': {} records stamped earlier than the record before them "
                              "(by up to {:.1f} us: an unsorted merge of captures, or one bad "
@@ -301,6 +321,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--bulk-class", args->bulk_class, "Class whose fairness is reported")
         ->capture_default_str();
     cmd->add_flag("--json", args->json, "Print the reports as a JSON array instead of a table");
+    cmd->add_flag("--slo-measure-only", args->slo_measure_only,
+                  "Measure the policy's SLOs but take none of their actions (adapt_cap, "
+                  "downgrade): the run without the controller");
     cmd->callback([args, &exit_code]() { exit_code = run(*args); });
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sched/packet.h"
+#include "slo/governor.h"
 
 namespace twinlane::replay {
 
@@ -41,6 +42,16 @@ public:
     virtual void reclassified(uint32_t /*flow_hash*/, uint8_t /*previous_class*/,
                               uint32_t /*previous_job*/, uint8_t /*class_id*/,
                               uint32_t /*job_id*/) {}
+    // SLO hooks (slo/governor.h), for a discipline that measures and enforces per-class SLOs;
+    // no-ops otherwise. `departed`: a packet it handed out left the link `latency_ns` after
+    // it arrived; `advance`: virtual time reached `now_ns` (windows close, controllers act);
+    // `finished`: the run ended at `end_ns`. Packets that change class meanwhile (a
+    // downgrade) are listed in class_moves() for the report; the engine empties it.
+    virtual void departed(const sched::Packet& /*packet*/, uint64_t /*latency_ns*/,
+                          uint64_t /*now_ns*/) {}
+    virtual void advance(uint64_t /*now_ns*/) {}
+    virtual void finished(uint64_t /*end_ns*/) {}
+    virtual std::vector<slo::ClassMove>* class_moves() { return nullptr; }
     // Earliest time >= now_ns at which dequeue may return a packet; UINT64_MAX when empty.
     virtual uint64_t next_eligible_ns(uint64_t now_ns) = 0;
     virtual uint64_t queued_packets() const = 0;

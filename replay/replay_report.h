@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "replay/virtual_link.h"
+#include "slo/governor.h"
 
 namespace twinlane::replay {
 
@@ -43,6 +44,25 @@ struct ClassStats {
     // class's backlogged_wire_bytes; the others' share is settled when the period ends.
     uint64_t backlog_start_link_wire_bytes = 0;
     uint64_t backlog_start_own_wire_bytes = 0;
+    // Packets that changed class while queued or at admission (an SLO downgrade, its return):
+    // rx + moved_in - moved_out = tx + drops + still queued, per class.
+    uint64_t moved_in_packets = 0, moved_in_bytes = 0;
+    uint64_t moved_out_packets = 0, moved_out_bytes = 0;
+};
+
+// What the SLO governor of a replay measured and did, per class (slo/governor.h), copied out
+// at the end of the run.
+struct SloReport {
+    struct Class {
+        slo::SloClassSpec spec;
+        slo::SloClassStats stats;
+        std::vector<slo::WindowRecord> windows;
+    };
+    std::vector<Class> classes;
+    std::vector<slo::SloEvent> events;
+    uint64_t events_dropped = 0;
+
+    static SloReport from(const slo::SloGovernor& governor);
 };
 
 class ReplayReport {
@@ -127,6 +147,11 @@ public:
         if (ticket.flow != nullptr) bulk_flows_.depart(*ticket.flow, frame_bytes);
         if (ticket.job != nullptr) bulk_jobs_.depart(*ticket.job, frame_bytes);
     }
+    // `packets` (of `bytes`) arrived or queued as `from` now count as `to` (slo::ClassMove).
+    void on_class_move(uint8_t from, uint8_t to, uint32_t packets, uint64_t bytes,
+                       uint64_t now_ns);
+    void set_slo(SloReport slo) { slo_ = std::move(slo); }
+    const std::optional<SloReport>& slo() const { return slo_; }
     void on_finish(uint64_t queued_at_end, uint64_t end_ns);
     // A record stamped `back_ns` earlier than the arrival before it (a capture merged from
     // several queues or interfaces without sorting): replayed at that earlier arrival's time.
@@ -157,8 +182,11 @@ public:
     nlohmann::json to_json() const;
 
 private:
+    nlohmann::json slo_json() const;
+
     std::string discipline_;
     uint64_t link_rate_bps_;
+    std::optional<SloReport> slo_;
     uint8_t bulk_class_;
     uint64_t series_interval_ns_;
     std::vector<ClassStats> classes_;
