@@ -1041,7 +1041,8 @@ bool Scheduler::set_shaper_rate(uint32_t node, uint64_t rate_bits_per_sec, uint6
     return true;
 }
 
-MoveResult Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, uint16_t user) {
+MoveResult Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, UserStamp stamp,
+                                DroppedPacket* drops, uint32_t drop_capacity) {
     if (from == to || from >= leaves_.size() || to >= leaves_.size()) return {};
     Leaf& source = leaves_[from];
     Leaf& target = leaves_[to];
@@ -1089,24 +1090,43 @@ MoveResult Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, 
     if (source.packets == 0) deactivate(source.node);
 
     FlowAppend append;
+    MoveResult result;
     const uint32_t target_flow = target.first_flow + (flow_hash & target.flow_mask);
     for (uint32_t slot = chain_head; slot != kInvalid;) {
         const uint32_t next = next_slot_[slot];
         next_slot_[slot] = kInvalid;
-        slots_[slot].leaf = to;  // the descriptor names the leaf it is queued in
-        if (user != kKeepUser) slots_[slot].user = static_cast<uint8_t>(user);
-        append_to_flow(target, target_flow, slot, slots_[slot].length_bytes, append);
+        Packet& packet = slots_[slot];
+        packet.leaf = to;  // the descriptor names the leaf it is queued in
+        packet.user = static_cast<uint8_t>((packet.user & ~stamp.mask) | (stamp.value & stamp.mask));
+        const uint32_t length = packet.length_bytes;
+        const bool full_packets = target.packets + result.packets >= target.limit_packets;
+        const bool full_bytes = target.bytes + result.bytes + length > target.limit_bytes;
+        if ((full_packets || full_bytes) && result.dropped < drop_capacity) {
+            // Past the target's limits: dropped there, as an arrival would be.
+            const DropReason reason =
+                full_packets ? DropReason::queue_full_packets : DropReason::queue_full_bytes;
+            target.counters.count_drop(reason, length);
+            drops[result.dropped++] = DroppedPacket{packet, reason};
+            result.dropped_bytes += length;
+            free_slots_[pool_free_count_++] = slot;
+            --queued_packets_;
+        } else {
+            append_to_flow(target, target_flow, slot, length, append);
+            ++result.packets;
+            result.bytes += length;
+        }
         slot = next;
     }
     append.flush(flows_);
-    target.counters.packets_in.add(packets);
-    target.counters.bytes_in.add(bytes);
-    target.bytes += bytes;
+    if (result.packets == 0) return result;
+    target.counters.packets_in.add(result.packets);
+    target.counters.bytes_in.add(result.bytes);
+    target.bytes += result.bytes;
     const bool was_idle = target.packets == 0;
-    target.packets += packets;
+    target.packets += result.packets;
     publish_depth(target);
     if (was_idle) activate(target.node);
-    return {packets, bytes};
+    return result;
 }
 
 // ---- introspection ------------------------------------------------------------------------
