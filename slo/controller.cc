@@ -87,7 +87,6 @@ Decision Controller::on_window(const WindowMeasurement& m) {
 
     if (met_streak_ != UINT32_MAX) ++met_streak_;
     if (m.downgraded_count != 0 || !m.downgraded.empty()) {
-        // No cap step while flows are away: the class comes back whole first.
         if (spec_.downgrade && met_streak_ >= spec_.quiet_windows) {
             FlowList lightest;
             for (const FlowLoad& f : m.downgraded)
@@ -105,7 +104,8 @@ Decision Controller::on_window(const WindowMeasurement& m) {
             }
             if (d.restore.count != 0) d.flows_reason = Reason::met_quiet;
         }
-        return d;
+        // No cap step while a downgraded flow still sends: its load comes back first.
+        if (m.downgraded_active != 0) return d;
     }
     const auto comfort =
         static_cast<uint64_t>(static_cast<double>(spec_.target_ns) * kComfortFraction);

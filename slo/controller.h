@@ -25,10 +25,11 @@
 //                           and a higher cap costs the SLO nothing (only bulk capacity);
 //   kDecreaseSteps 8        a comfortably met window lowers the cap by (max - min) / 8, so max
 //                           -> min takes 8 windows (within the 10-window settling goal) and a
-//                           burst right after a surge still finds a high cap; only while no
-//                           flow is downgraded (one variable moves at a time) and only if the
-//                           class's last-window throughput stays under kDecreaseUtilisation of
-//                           the lower cap (it would not bind: no oscillation on a constant load);
+//                           burst right after a surge still finds a high cap; not while a
+//                           downgraded flow still sends (its load would come back on a lower
+//                           cap: one variable moves at a time), and only if the class's
+//                           last-window throughput stays under kDecreaseUtilisation of the lower
+//                           cap (it would not bind: no oscillation on a constant load);
 //   kComfortFraction 1/2    "comfortably met": the percentile at most half the target.
 // Downgrade (Aequitas's idea: send the excess of a latency class to a lower class), only with
 // the cap at its max (or without adapt_cap):
@@ -37,7 +38,7 @@
 //                           window so far, and only while the queue is past the target or
 //                           still growing (what stays in the class arrives faster than
 //                           kDowngradeUtilisation of its service rate, over the last tick and a
-//                           half, a tick being half the target): a queue that built up in a
+//                           half, a tick being twice the target): a queue that built up in a
 //                           burst but no longer grows is left to drain;
 //   kMissCut 1/4            a missed window downgrades its heaviest flows until what stays
 //                           arrives at kDowngradeUtilisation of the cap, and at least a quarter
@@ -97,6 +98,7 @@ struct WindowMeasurement {
     std::span<const FlowLoad> downgraded;  // downgraded flows that could return (nothing of
                                            // them queued below), bytes this window
     uint32_t downgraded_count = 0;         // every downgraded flow
+    uint32_t downgraded_active = 0;        // downgraded flows that sent in this window
 };
 
 struct Pressure {

@@ -25,6 +25,11 @@ std::string us_text(uint64_t ns) {
 
 constexpr uint64_t kIdleWindowsSeen = 64;
 
+// Moved packets count in the class they moved to: their lane bits (a PFC tag stays).
+sched::Scheduler::UserStamp lane_stamp(uint8_t lane) {
+    return {admission::pack_user(lane, 0), admission::pack_user(0x0F, 0)};
+}
+
 ControllerSpec controller_spec(const SloClassSpec& s, uint32_t max_frame_bytes) {
     ControllerSpec c;
     c.window_ns = s.window_ns;
@@ -68,7 +73,9 @@ std::string describe(const SloEvent& e, const SloClassSpec& spec) {
                   " with the cap binding";
             break;
         case Reason::pressure:
-            why = "queueing delay " + us_text(e.percentile_ns) + " > " +
+            why = std::string(e.kind == EventKind::downgrade ? "queueing delay up to "
+                                                             : "queueing delay ") +
+                  us_text(e.percentile_ns) + " > " +
                   us_text(
                       static_cast<uint64_t>(static_cast<double>(spec.target_ns) * kGuardFraction)) +
                   ", half the " + target +
@@ -125,7 +132,10 @@ SloGovernor::SloGovernor(const SloTreeSpec& spec, uint32_t lane_count, GovernorO
         c->lane = admission::lane_of(s.class_id, lane_count_);
         c->index = static_cast<uint8_t>(i);
         c->quantile_ppm = quantile_ppm(s.percentile);
-        c->tick_ns = std::max<uint64_t>(1'000, s.has_latency ? s.target_ns / 2 : s.window_ns / 20);
+        // Long enough to average a few bursts (RPC responses arrive at line rate), short
+        // enough to follow a surge within a window: measured in replay, half the target let
+        // pressure ratchet flows down on single bursts, twice the target settled in 5 ms.
+        c->tick_ns = std::max<uint64_t>(1'000, s.has_latency ? 2 * s.target_ns : s.window_ns / 20);
         if (c->lane < kLanes) class_of_lane_[c->lane] = static_cast<int8_t>(i);
         if (s.downgrade && s.acts()) {
             const uint8_t to = admission::lane_of(s.downgrade_class, lane_count_);
@@ -286,17 +296,22 @@ uint64_t SloGovernor::downgrade_flow(ClassState& c, const FlowLoad& flow) {
     if (!insert_override(c, flow.flow_hash, flow.job)) return 0;
     const uint8_t to = c.spec.downgrade_class;
     const sched::MoveResult moved = scheduler_->move_flow(
-        leaves_->leaf(c.lane, flow.job), leaves_->leaf(to, flow.job), flow.flow_hash, to);
+        leaves_->leaf(c.lane, flow.job), leaves_->leaf(to, flow.job), flow.flow_hash,
+        lane_stamp(to), drop_handler_ != nullptr ? drop_scratch_.data() : nullptr,
+        drop_handler_ != nullptr ? static_cast<uint32_t>(drop_scratch_.size()) : 0);
     find_override(c, flow.flow_hash)->queued += moved.packets;
+    // Moved first (they are the lower class's now), then dropped there.
+    record_move(c.spec.class_id, to, moved.packets + moved.dropped,
+                moved.bytes + moved.dropped_bytes);
+    if (moved.dropped != 0) drop_handler_->dropped(drop_scratch_.data(), moved.dropped);
     // What it sent lately no longer stays: the recent arrival rate forgets it.
     c.removed_tick_bytes += c.meter.recent_bytes(flow.flow_hash, c.tick);
     c.bytes_in_gone += c.meter.bytes_of(flow.flow_hash);
     c.live.downgrades.add(1);
     c.live.downgraded_flows.set(c.override_count);
-    c.live.downgraded_packets.add(moved.packets);
-    c.live.downgraded_bytes.add(moved.bytes);
-    c.downgraded_bytes += moved.bytes;
-    record_move(c.spec.class_id, to, moved.packets, moved.bytes);
+    c.live.downgraded_packets.add(moved.packets + moved.dropped);
+    c.live.downgraded_bytes.add(moved.bytes + moved.dropped_bytes);
+    c.downgraded_bytes += moved.bytes + moved.dropped_bytes;
     return flow.bytes;
 }
 
@@ -339,7 +354,18 @@ void SloGovernor::apply(ClassState& c, const Decision& d, uint64_t now_ns, uint6
             ++e.flows;
         }
         e.downgraded_flows = c.override_count;
-        if (e.flows != 0) emit(e);
+        if (e.flows != 0 && d.flows_reason == Reason::pressure) {
+            // Pressure downgrades one flow per packet: one event per window says them all.
+            if (c.pressed.flows == 0)
+                c.pressed = e;
+            else
+                c.pressed.flows += e.flows, c.pressed.bytes += e.bytes;
+            c.pressed.percentile_ns = std::max(c.pressed.percentile_ns, e.percentile_ns);
+            c.pressed.downgraded_flows = e.downgraded_flows;
+            c.pressed.time_ns = now_ns;
+        } else if (e.flows != 0) {
+            emit(e);
+        }
     }
     if (d.restore.count != 0) {
         e.kind = EventKind::restore;
@@ -396,10 +422,18 @@ void SloGovernor::finish(uint64_t now_ns) {
     for (auto& cp : classes_) {
         ClassState& c = *cp;
         if (c.packets != 0) close_window(c, now_ns);
+        if (c.pressed.flows != 0) {
+            emit(c.pressed);
+            c.pressed.flows = 0;
+        }
     }
 }
 
 void SloGovernor::close_window(ClassState& c, uint64_t end_ns) {
+    if (c.pressed.flows != 0) {
+        emit(c.pressed);
+        c.pressed.flows = 0;
+    }
     WindowMeasurement m;
     m.idle = c.packets == 0;
     m.percentile_ns = m.idle ? 0 : c.histogram.percentile_ns(c.quantile_ppm);
@@ -420,12 +454,17 @@ void SloGovernor::close_window(ClassState& c, uint64_t end_ns) {
         [&](uint32_t flow_hash) { return find_override(c, flow_hash) == nullptr; });
     m.heaviest = std::span<const FlowLoad>(c.heaviest.data(), heavy);
     uint32_t down = 0;
+    uint32_t active = 0;
     if (c.override_count != 0) {
         for (const Override& o : c.overrides) {
-            if (!o.used || o.queued != 0 || down == c.downgraded.size()) continue;
-            c.downgraded[down++] = FlowLoad{o.flow_hash, o.job, c.meter.bytes_of(o.flow_hash)};
+            if (!o.used) continue;
+            const uint64_t bytes = c.meter.bytes_of(o.flow_hash);
+            if (bytes != 0) ++active;
+            if (o.queued != 0 || down == c.downgraded.size()) continue;
+            c.downgraded[down++] = FlowLoad{o.flow_hash, o.job, bytes};
         }
     }
+    m.downgraded_active = active;
     m.downgraded = std::span<const FlowLoad>(c.downgraded.data(), down);
     m.downgraded_count = c.override_count;
 
@@ -521,7 +560,8 @@ uint32_t SloGovernor::follow_reclassification(uint8_t old_lane, uint32_t old_job
     };
     const Place from = where(old_lane, old_job);
     const Place to = where(lane, job);
-    const sched::MoveResult moved = scheduler_->move_flow(from.leaf, to.leaf, flow_hash, to.cls);
+    const sched::MoveResult moved =
+        scheduler_->move_flow(from.leaf, to.leaf, flow_hash, lane_stamp(to.cls));
     if (from.below != nullptr && from.below != to.below) from.below->queued = 0;
     if (to.below != nullptr && from.below != to.below) to.below->queued += moved.packets;
     if (from.cls != to.cls) record_move(from.cls, to.cls, moved.packets, moved.bytes);

@@ -48,6 +48,7 @@
 #include "slo/flow_meter.h"
 #include "slo/latency_histogram.h"
 #include "slo/slo_spec.h"
+#include "slo/slo_stats.h"
 
 namespace twinlane::slo {
 
@@ -129,26 +130,6 @@ struct LiveSloCounters {
     RelaxedCounter pressure_events;
 };
 
-// A plain read of LiveSloCounters.
-struct SloClassStats {
-    uint64_t windows_met = 0, windows_missed = 0, windows_idle = 0;
-    uint64_t last_window_start_ns = 0, last_percentile_ns = 0, last_packets = 0;
-    bool last_met = true;
-    uint64_t worst_window_start_ns = 0, worst_percentile_ns = 0;
-    uint64_t share_windows_met = 0, share_windows_missed = 0;
-    uint64_t cap_bps = 0, cap_changes = 0;
-    uint64_t downgraded_flows = 0, downgrades = 0, returns = 0;
-    uint64_t downgraded_packets = 0, downgraded_bytes = 0;
-    uint64_t returned_packets = 0, returned_bytes = 0;
-    uint64_t pressure_events = 0;
-
-    // Met windows over judged (met + missed) ones; 1 when none was judged.
-    double attainment() const {
-        const uint64_t judged = windows_met + windows_missed;
-        return judged == 0 ? 1.0 : static_cast<double>(windows_met) / static_cast<double>(judged);
-    }
-};
-
 // One closed window (kept when GovernorOptions::keep_windows).
 struct WindowRecord {
     uint64_t start_ns = 0;
@@ -163,6 +144,17 @@ struct WindowRecord {
     bool idle = true;
     bool met = true;
     int8_t share_met = -1;  // min_share: 1 met, 0 missed, -1 not judged
+};
+
+// Where the governor's own drops go: packets of a downgraded flow that the lower class has no
+// room for when the flow's queued packets move there (as if they had arrived in it). The
+// owner frees and counts them (realtime: the mbufs; replay: the report).
+class DropHandler {
+  public:
+    virtual void dropped(const sched::DroppedPacket* drops, uint32_t count) = 0;
+
+  protected:
+    ~DropHandler() = default;
 };
 
 struct GovernorOptions {
@@ -183,6 +175,10 @@ class SloGovernor {
     std::optional<std::string> bind(sched::Scheduler* scheduler, const admission::LeafMap* leaves);
     // Replay's report follows class moves through this vector (nullptr: not recorded).
     void set_move_sink(std::vector<ClassMove>* moves) { moves_ = moves; }
+    // With a handler, a downgrade keeps the lower class within its limits (what does not fit
+    // is dropped there, through the handler); without one, moves pass the limits (nothing is
+    // lost, the lower class may hold more than its limit for a while).
+    void set_drop_handler(DropHandler* handler) { drop_handler_ = handler; }
 
     bool bound() const { return scheduler_ != nullptr; }
     const SloTreeSpec& spec() const { return spec_; }
@@ -195,20 +191,21 @@ class SloGovernor {
     // packets of downgraded flows in the lower class (leaf and user).
     template <typename JobOf>
     void admit(uint8_t lane, sched::Packet* pkts, uint32_t n, JobOf job_of, uint64_t now_ns);
-    // A packet left the scheduler: its class (descriptor `user`), latency, length, flow.
-    void depart(uint8_t class_id, uint64_t latency_ns, uint32_t bytes, uint32_t flow_hash,
+    // A packet left the scheduler: its descriptor's `user`, latency, length, flow.
+    // `user`: the descriptor's, its lane in the low bits (admission/lanes.h).
+    void depart(uint8_t user, uint64_t latency_ns, uint32_t bytes, uint32_t flow_hash,
                 uint64_t now_ns) {
-        if (class_id >= kLanes) return;
-        if (downgraders_[class_id] != 0) [[unlikely]]
-            left_lower_class(class_id, flow_hash);
-        if (class_of_lane_[class_id] < 0) return;
-        record_departure(class_of_lane_[class_id], latency_ns, bytes, flow_hash, now_ns);
+        const uint8_t lane = admission::user_lane(user);
+        if (downgraders_[lane] != 0) [[unlikely]]
+            left_lower_class(lane, flow_hash);
+        if (class_of_lane_[lane] < 0) return;
+        record_departure(class_of_lane_[lane], latency_ns, bytes, flow_hash, now_ns);
     }
     // Packets the scheduler dropped (refused at enqueue, or AQM at dequeue).
     void dropped(const sched::DroppedPacket* drops, uint32_t n) {
         for (uint32_t i = 0; i < n; ++i) {
-            const uint8_t lane = drops[i].packet.user;
-            if (lane < kLanes && downgraders_[lane] != 0) [[unlikely]]
+            const uint8_t lane = admission::user_lane(drops[i].packet.user);
+            if (downgraders_[lane] != 0) [[unlikely]]
                 left_lower_class(lane, drops[i].packet.flow_hash);
         }
     }
@@ -271,13 +268,14 @@ class SloGovernor {
         uint64_t backlog_at_start = 0;
         FlowMeter meter;
         // What stays in the class arrives at: bytes in the current tick and the one before,
-        // less what flows downgraded meanwhile had sent in them. A tick is half the target.
+        // less what flows downgraded meanwhile had sent in them. A tick is twice the target.
         uint64_t tick_ns = 25'000;
         uint32_t tick = 0;
         uint64_t kept_tick_bytes = 0, kept_previous_tick_bytes = 0;
         uint64_t removed_tick_bytes = 0, removed_previous_tick_bytes = 0;
         bool was_met = true;
         bool have_worst = false;
+        SloEvent pressed;  // this window's pressure downgrades so far, logged as one event
         // The tree, as bound.
         uint16_t first_leaf = 0;
         uint16_t leaf_count = 0;
@@ -369,6 +367,8 @@ class SloGovernor {
     uint64_t next_deadline_ns_ = 0;
     bool started_ = false;
     std::vector<ClassMove>* moves_ = nullptr;
+    DropHandler* drop_handler_ = nullptr;
+    std::array<sched::DroppedPacket, 256> drop_scratch_{};
     EventRing events_;
     std::vector<SloEvent> kept_events_;
 };
@@ -415,7 +415,7 @@ void SloGovernor::admit(uint8_t lane, sched::Packet* pkts, uint32_t n, JobOf job
         Override* o = find_override(c, p.flow_hash);
         if (o == nullptr) continue;
         p.leaf = leaves_->leaf(to, job_of(i));
-        p.user = to;
+        p.user = admission::pack_user(to, admission::user_pfc_tag(p.user));
         ++o->queued;
         ++moved;
         moved_bytes += p.length_bytes;

@@ -209,8 +209,10 @@ TEST(SloController, FlowsReturnAfterTheQuietPeriodLightestFirstWithinTheRoom) {
     m.bytes_in = m.bytes_out = 600'000;
     m.service_bps = 9 * kG;
     m.downgraded = down;
+    m.downgraded_count = 4;
+    m.downgraded_active = 3;  // flow 11 sent nothing
     // First met window: not yet quiet long enough (quiet_windows = 2), and the cap holds while
-    // flows are away.
+    // downgraded flows still send.
     EXPECT_TRUE(c.on_window(m).empty());
     const Decision d = c.on_window(m);
     EXPECT_FALSE(d.cap_bps);
@@ -224,8 +226,9 @@ TEST(SloController, FlowsReturnAfterTheQuietPeriodLightestFirstWithinTheRoom) {
 TEST(SloController, PressureRestartsTheQuietPeriod) {
     Controller c(spec(), 9 * kG);
     const std::vector<FlowLoad> down = {{10, 0, 0}};
-    WindowMeasurement m = met(10'000, 1 * kG);
+    WindowMeasurement m = met(30'000, 1 * kG);  // met, not comfortably: the cap holds
     m.downgraded = down;
+    m.downgraded_count = 1;
     EXPECT_TRUE(c.on_window(m).empty());
     Pressure p;
     p.delay_ns = 2 * kTargetNs;
@@ -235,6 +238,21 @@ TEST(SloController, PressureRestartsTheQuietPeriod) {
     EXPECT_EQ(c.met_streak(), 0u);
     EXPECT_TRUE(c.on_window(m).empty());
     EXPECT_EQ(c.on_window(m).restore.count, 1u);
+}
+
+TEST(SloController, TheCapStepsDownWhileQuietDowngradedFlowsWaitToReturn) {
+    Controller c(spec(), 9 * kG);
+    // After a surge: the downgraded flows sent nothing, but still have packets queued below
+    // (the governor offers none for return); the cap comes down all the same.
+    WindowMeasurement m = met(10'000, 1 * kG);
+    m.downgraded_count = 30;
+    m.downgraded_active = 0;
+    const Decision d = c.on_window(m);
+    ASSERT_TRUE(d.cap_bps);
+    EXPECT_EQ(d.cap_reason, Reason::comfortable);
+    // One of them sends again: the cap holds.
+    m.downgraded_active = 1;
+    EXPECT_TRUE(c.on_window(m).empty());
 }
 
 TEST(SloController, AlertOnlyAndFloorOnlyNeverAct) {
@@ -293,6 +311,7 @@ struct Plant {
         m.heaviest = heaviest;
         m.downgraded = downgraded;
         m.downgraded_count = static_cast<uint32_t>(downgraded.size());
+        m.downgraded_active = m.downgraded_count;  // constant load: every flow sends
         return m;
     }
     void act(const Decision& d) {
