@@ -52,6 +52,9 @@ public:
     virtual void advance(uint64_t /*now_ns*/) {}
     virtual void finished(uint64_t /*end_ns*/) {}
     virtual std::vector<slo::ClassMove>* class_moves() { return nullptr; }
+    // Packets the discipline dropped outside enqueue/dequeue (an SLO downgrade into a full
+    // lower class), reported after class_moves(); the engine empties it. nullptr: none.
+    virtual std::vector<ReplayDrop>* other_drops() { return nullptr; }
     // Earliest time >= now_ns at which dequeue may return a packet; UINT64_MAX when empty.
     virtual uint64_t next_eligible_ns(uint64_t now_ns) = 0;
     virtual uint64_t queued_packets() const = 0;

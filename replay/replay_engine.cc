@@ -26,7 +26,8 @@ BasicReplayEngine<D>::BasicReplayEngine(const ReplayOptions& options,
                                         classifier::Classifier& classifier, D& discipline,
                                         ReplayReport& report, PcapWriter* output)
     : options_(options), classifier_(classifier), discipline_(discipline), report_(report),
-      output_(output), link_(options.link_rate_bps), moves_(discipline.class_moves()) {}
+      output_(output), link_(options.link_rate_bps), moves_(discipline.class_moves()),
+      other_drops_(discipline.other_drops()) {}
 
 template <class D>
 uint32_t BasicReplayEngine<D>::take_slot() {
@@ -276,6 +277,14 @@ void BasicReplayEngine<D>::report_moves(uint64_t now_ns) {
     for (const slo::ClassMove& m : *moves_)
         report_.on_class_move(m.from, m.to, m.packets, m.bytes, now_ns);
     moves_->clear();
+    if (other_drops_ != nullptr && !other_drops_->empty()) {
+        for (const ReplayDrop& d : *other_drops_) {
+            const uint32_t slot_id = slot_of(d.packet);
+            report_.on_drop(d.packet.user, d.reason, now_ns, slot(slot_id).ticket);
+            free_slots_.push_back(slot_id);
+        }
+        other_drops_->clear();
+    }
 }
 
 template class BasicReplayEngine<Discipline>;

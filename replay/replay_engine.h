@@ -122,6 +122,7 @@ private:
     std::vector<std::vector<uint8_t>> frames_;  // per slot, only with an output pcap
     std::vector<ReplayDrop> drops_;
     std::vector<slo::ClassMove>* moves_ = nullptr;  // the discipline's, when it moves classes
+    std::vector<ReplayDrop>* other_drops_ = nullptr;  // the discipline's own drops, likewise
     uint64_t last_arrival_ns_ = 0;
 };
 

@@ -19,7 +19,7 @@
 
 namespace twinlane::replay {
 
-class SchedulerDiscipline final : public Discipline {
+class SchedulerDiscipline final : public Discipline, private slo::DropHandler {
 public:
     SchedulerDiscipline(std::unique_ptr<sched::Scheduler> scheduler, admission::LeafMap leaves)
         : scheduler_(std::move(scheduler)), leaves_(std::move(leaves)) {}
@@ -30,6 +30,7 @@ public:
         governor_ = std::make_unique<slo::SloGovernor>(
             slo, lane_count(), slo::GovernorOptions{.keep_windows = true, .keep_events = true});
         governor_->set_move_sink(&moves_);
+        governor_->set_drop_handler(this);
         return governor_->bind(scheduler_.get(), &leaves_);
     }
     const slo::SloGovernor* governor() const { return governor_.get(); }
@@ -75,6 +76,7 @@ public:
         if (governor_) governor_->finish(end_ns);
     }
     std::vector<slo::ClassMove>* class_moves() override { return governor_ ? &moves_ : nullptr; }
+    std::vector<ReplayDrop>* other_drops() override { return governor_ ? &governor_drops_ : nullptr; }
     const sched::Scheduler& scheduler() const { return *scheduler_; }
 
 private:
@@ -106,8 +108,14 @@ private:
 
     std::unique_ptr<sched::Scheduler> scheduler_;
     admission::LeafMap leaves_;
+    void dropped(const sched::DroppedPacket* d, uint32_t n) override {
+        for (uint32_t i = 0; i < n; ++i)
+            governor_drops_.push_back({d[i].packet, sched::to_string(d[i].reason)});
+    }
+
     std::unique_ptr<slo::SloGovernor> governor_;
     std::vector<slo::ClassMove> moves_;
+    std::vector<ReplayDrop> governor_drops_;
     std::array<sched::DroppedPacket, 1> refused_;
     // Room for CoDel drops of one dequeue; a member so it is not re-initialised per packet.
     std::array<sched::DroppedPacket, 64> dropped_;
