@@ -225,6 +225,7 @@ int run(const ReplayArgs& args) {
         auto report = std::make_unique<replay::ReplayReport>(
             name, setup->link_rate_bps, setup->compiled.classifier.class_names, setup->bulk_class,
             1'000'000);
+        if (!setup->egress().slo.empty()) report->track_shares_by_class();
         try {
             replay::PcapReader reader(args.input);
             std::unique_ptr<replay::PcapWriter> writer;

@@ -101,11 +101,7 @@ void ReplayReport::on_class_move(uint8_t from, uint8_t to, uint32_t packets, uin
     b.moved_in_packets += packets;
     b.moved_in_bytes += bytes;
     // The packets are queued in `to` now: its backlogged period may start, `from`'s end.
-    if (b.queued == 0) {
-        b.backlog_since_ns = now_ns;
-        b.backlog_start_link_wire_bytes = link_wire_bytes_;
-        b.backlog_start_own_wire_bytes = b.backlogged_wire_bytes;
-    }
+    if (b.queued == 0) start_backlog(b, now_ns);
     b.queued += packets;
     if (a.queued > packets) {
         a.queued -= packets;
@@ -228,6 +224,12 @@ nlohmann::json ReplayReport::to_json() const {
             {"throughput_series",
              {{"interval_s", static_cast<double>(series_interval_ns_) / 1e9}, {"bps", series}}},
         };
+        if (!class_wire_bytes_.empty()) {
+            json by_class = json::object();
+            for (size_t k = 0; k < classes_.size(); ++k)
+                by_class[classes_[k].name] = c.backlogged_class_wire_bytes[k];
+            classes[c.name]["backlogged"]["wire_bytes_by_class"] = std::move(by_class);
+        }
         if (slo_) {
             classes[c.name]["moved"] = {{"in_packets", c.moved_in_packets},
                                         {"in_bytes", c.moved_in_bytes},
@@ -345,6 +347,7 @@ nlohmann::json ReplayReport::slo_json() const {
                           {"reason", slo::to_string(e.reason)},
                           {"cap_bps", e.new_cap_bps},
                           {"flows", e.flows},
+                          {"bytes", e.bytes},
                           {"text", slo::describe(e, s)}});
     }
     return {{"classes", classes}, {"events", events}};
