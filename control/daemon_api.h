@@ -16,6 +16,10 @@
 // sampling interval.
 //   status():  {"version": "0.1.0", "uptime_ns": N, "policy_source": "conf/x.yaml",
 //               "policy_epoch": N, "log_level": "info",
+//               "policy_changes": {"load"|"rules_add"|"rules_delete"|"class_set":
+//                                  {"applied": N, "refused": N}},  (requests since start)
+//               "policy_last_load_ok": bool (false after a refused policy_load, until one
+//                                  succeeds),
 //               "ports": [{"name", "port_id", "device", "link_up", "speed_mbps",
 //                          "rate_bits_per_sec"}],
 //               "lcores": [{"lcore": N, "role": "rx|scheduler|run_to_completion|control",

@@ -114,42 +114,64 @@ std::string text_of(const json& object, const char* key) {
     return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// A non-negative integer, else 0 (nlohmann stores small literals as signed).
+uint64_t u64_of(const json& value) {
+    if (value.is_number_unsigned()) return value.get<uint64_t>();
+    if (value.is_number_integer() && value.get<int64_t>() > 0) return value.get<uint64_t>();
+    return 0;
+}
+
+Labels with(Labels labels, const char* name, std::string value) {
+    labels.emplace_back(name, std::move(value));
+    return labels;
+}
+
+// The qdisc-style set, for a class (summed over ports) or one scheduler node. PREFIX is
+// twinlane_class or twinlane_queue.
 void add_queue_counters(Exposition& out, const std::string& prefix, const Labels& labels,
                         const json& counters) {
-    out.counter(prefix + "_packets_in_total", "Packets enqueued.", labels,
+    out.counter(prefix + "_enqueued_packets_total", "Packets admitted to the queue.", labels,
                 field(counters, "packets_in"));
-    out.counter(prefix + "_bytes_in_total", "Bytes enqueued.", labels,
+    out.counter(prefix + "_enqueued_bytes_total", "Bytes admitted to the queue.", labels,
                 field(counters, "bytes_in"));
-    out.counter(prefix + "_packets_out_total", "Packets dequeued (sent to the port).", labels,
+    out.counter(prefix + "_packets_total", "Packets sent (dequeued towards the port).", labels,
                 field(counters, "packets_out"));
-    out.counter(prefix + "_bytes_out_total", "Bytes dequeued (sent to the port).", labels,
+    out.counter(prefix + "_bytes_total", "Bytes sent (dequeued towards the port).", labels,
                 field(counters, "bytes_out"));
-    for (const char* kind : {"drops", "drop_bytes"}) {
-        const json& by_reason = field(counters, kind);
-        if (!by_reason.is_object()) continue;
-        for (const auto& [reason, value] : by_reason.items()) {
-            Labels with_reason = labels;
-            with_reason.emplace_back("reason", reason);
-            if (std::string_view(kind) == "drops") {
-                out.counter(prefix + "_drops_total", "Packets dropped, by reason.", with_reason,
-                            value);
-            } else {
-                out.counter(prefix + "_drop_bytes_total", "Bytes dropped, by reason.",
-                            with_reason, value);
-            }
+    const json& drops = field(counters, "drops");
+    if (drops.is_object()) {
+        for (const auto& [reason, value] : drops.items()) {
+            out.counter(prefix + "_drops_total", "Packets dropped, by reason.",
+                        with(labels, "reason", reason), value);
         }
     }
+    const json& drop_bytes = field(counters, "drop_bytes");
+    if (drop_bytes.is_object()) {
+        for (const auto& [reason, value] : drop_bytes.items()) {
+            out.counter(prefix + "_dropped_bytes_total", "Bytes dropped, by reason.",
+                        with(labels, "reason", reason), value);
+        }
+    }
+    // Linux's red qdisc counts an overlimit for every packet over its thresholds, marked or
+    // dropped; twinlane's AQMs are RED (at enqueue) and CoDel (at dequeue).
+    const uint64_t overlimits = u64_of(field(counters, "ecn_marked_red")) +
+                                u64_of(field(counters, "ecn_marked_codel")) +
+                                (drops.is_object() ? u64_of(field(drops, "red_early")) +
+                                                         u64_of(field(drops, "codel"))
+                                                   : 0);
+    out.counter(prefix + "_overlimits_total",
+                "Packets the AQM signalled congestion on: CE marks plus RED early and CoDel "
+                "drops.",
+                labels, overlimits);
     for (const auto& [marker, key] : {std::pair{"red", "ecn_marked_red"},
                                       std::pair{"codel", "ecn_marked_codel"}}) {
-        Labels with_marker = labels;
-        with_marker.emplace_back("marker", marker);
         out.counter(prefix + "_ecn_marks_total",
                     "Packets marked CE, by marker (red at enqueue, codel at dequeue).",
-                    with_marker, field(counters, key));
+                    with(labels, "marker", marker), field(counters, key));
     }
-    out.gauge(prefix + "_depth_packets", "Packets queued now.", labels,
+    out.gauge(prefix + "_backlog_packets", "Packets queued now.", labels,
               field(counters, "depth_packets"));
-    out.gauge(prefix + "_depth_bytes", "Bytes queued now.", labels,
+    out.gauge(prefix + "_backlog_bytes", "Bytes queued now.", labels,
               field(counters, "depth_bytes"));
 }
 
@@ -160,19 +182,16 @@ void add_sojourn_histogram(Exposition& out, const Labels& labels, const json& co
     uint64_t cumulative = 0;
     if (histogram.is_array()) {
         for (size_t i = 0; i < histogram.size() && i < 64; ++i) {
-            if (histogram[i].is_number_unsigned()) cumulative += histogram[i].get<uint64_t>();
-            Labels with_le = labels;
+            cumulative += u64_of(histogram[i]);
             const uint64_t upper_ns = i == 0 ? 0 : (uint64_t{1} << i) - 1;
-            with_le.emplace_back("le", seconds_text(upper_ns));
-            out.sample(family, "histogram", help, "_bucket", with_le, std::to_string(cumulative));
+            out.sample(family, "histogram", help, "_bucket",
+                       with(labels, "le", seconds_text(upper_ns)), std::to_string(cumulative));
         }
     }
-    Labels with_inf = labels;
-    with_inf.emplace_back("le", "+Inf");
-    out.sample(family, "histogram", help, "_bucket", with_inf, std::to_string(cumulative));
-    const json& sum_ns = field(counters, "sojourn_sum_ns");
+    out.sample(family, "histogram", help, "_bucket", with(labels, "le", "+Inf"),
+               std::to_string(cumulative));
     out.sample(family, "histogram", help, "_sum", labels,
-               seconds_text(sum_ns.is_number_unsigned() ? sum_ns.get<uint64_t>() : 0));
+               seconds_text(u64_of(field(counters, "sojourn_sum_ns"))));
     out.sample(family, "histogram", help, "_count", labels, std::to_string(cumulative));
 }
 
@@ -256,6 +275,112 @@ void add_slo(Exposition& out, const std::string& class_name, const json& slo) {
                 field(slo, "pressure_events"));
 }
 
+void add_status(Exposition& out, const json& value) {
+    out.gauge("twinlane_build_info", "Always 1; the version is the label.",
+              {{"version", text_of(value, "version")}}, 1);
+    const json& uptime = field(value, "uptime_ns");
+    out.gauge("twinlane_uptime_seconds", "Seconds since the daemon started.", {},
+              json(uptime.is_number() ? uptime.get<double>() / 1e9 : 0.0));
+    out.gauge("twinlane_policy_epoch", "Version of the running policy (+1 per change).", {},
+              field(value, "policy_epoch"));
+    if (value.contains("applied_epoch")) {
+        out.gauge("twinlane_policy_applied_epoch",
+                  "Policy epoch the lcores confirmed running (equals policy_epoch between "
+                  "changes).",
+                  {}, value["applied_epoch"]);
+    }
+    const json& changes = field(value, "policy_changes");
+    if (changes.is_object()) {
+        for (const auto& [change, outcomes] : changes.items()) {
+            if (!outcomes.is_object()) continue;
+            for (const char* result : {"applied", "refused"}) {
+                out.counter("twinlane_policy_changes_total",
+                            "Policy change requests (load is policy.load, the reload path), "
+                            "by outcome.",
+                            {{"change", change}, {"result", result}}, field(outcomes, result));
+            }
+        }
+    }
+    // The daemon's reloads of its policy file (SIGHUP, --watch-policy); each is also a `load`
+    // change above.
+    const json& reloads = field(value, "reloads");
+    if (reloads.is_object()) {
+        out.counter("twinlane_policy_reloads_total",
+                    "Reloads of the policy file (SIGHUP, --watch-policy), applied or refused.", {},
+                    field(reloads, "attempts"));
+        out.counter("twinlane_policy_reload_failures_total",
+                    "Reloads of the policy file that were refused (the running policy kept).", {},
+                    field(reloads, "failures"));
+    }
+    if (value.contains("policy_last_load_ok")) {
+        out.gauge("twinlane_policy_last_load_successful",
+                  "0 after a policy load was refused (the previous policy still runs), 1 "
+                  "otherwise.",
+                  {}, value["policy_last_load_ok"]);
+    }
+    const json& ports = field(value, "ports");
+    if (!ports.is_array()) return;
+    for (const json& port : ports) {
+        const Labels labels{{"port", text_of(port, "name")}};
+        out.gauge("twinlane_port_up", "1 while the port's link is up.", labels,
+                  field(port, "link_up"));
+        out.gauge("twinlane_port_speed_bits_per_second", "Link speed the NIC reports.", labels,
+                  u64_of(field(port, "speed_mbps")) * 1'000'000);
+        out.gauge("twinlane_port_policy_rate_bits_per_second",
+                  "The port rate in the policy: what its scheduling tree sends at most.", labels,
+                  field(port, "rate_bits_per_sec"));
+    }
+}
+
+void add_port_stats(Exposition& out, const json& port) {
+    const Labels labels{{"port", text_of(port, "name")}};
+    for (const auto& [direction, key] : {std::pair{"receive", "rx"}, std::pair{"transmit", "tx"}}) {
+        const std::string name = std::string("twinlane_port_") + direction;
+        const std::string k(key);
+        out.counter(name + "_packets_total",
+                    std::string_view(key) == "rx" ? "Packets received." : "Packets transmitted.",
+                    labels, field(port, (k + "_packets").c_str()));
+        out.counter(name + "_bytes_total",
+                    std::string_view(key) == "rx" ? "Bytes received." : "Bytes transmitted.",
+                    labels, field(port, (k + "_bytes").c_str()));
+        out.counter(name + "_drops_total",
+                    std::string_view(key) == "rx"
+                        ? "Packets the NIC or driver lost on receive (missed, errors, no mbuf)."
+                        : "Packets the port's scheduler dropped plus NIC transmit errors.",
+                    labels, field(port, (k + "_dropped").c_str()));
+        out.gauge(name + "_bits_per_second", "Rate the daemon sampled over its last interval.",
+                  labels, field(port, (k + "_bits_per_sec").c_str()));
+    }
+    // Priority flow control: the daemon lists a priority once it has paused, been paused,
+    // stormed or held lossless bytes, so its series start then (PFC off: none).
+    const json& pfc = field(port, "pfc");
+    if (!pfc.is_array()) return;
+    for (const json& entry : pfc) {
+        const Labels with_priority =
+            with(labels, "priority", std::to_string(u64_of(field(entry, "priority"))));
+        for (const auto& [direction, key] :
+             {std::pair{"transmit", "tx"}, std::pair{"receive", "rx"}}) {
+            const Labels with_direction = with(with_priority, "direction", direction);
+            const std::string k(key);
+            out.counter("twinlane_port_pfc_pause_frames_total",
+                        "PFC pause frames (XOFF, refresh, XON): transmit = sent to the peer, "
+                        "receive = from it.",
+                        with_direction, field(entry, (k + "_pause_frames").c_str()));
+            const uint64_t paused_ns = u64_of(field(entry, (k + "_pause_duration_ns").c_str()));
+            out.counter("twinlane_port_pfc_paused_seconds_total",
+                        "Time paused: transmit = the peer was asked to hold, receive = this "
+                        "port's priority was held.",
+                        with_direction, json(static_cast<double>(paused_ns) / 1e9));
+        }
+        out.counter("twinlane_port_pfc_storms_total",
+                    "PFC watchdog storm detections (a pause held too long was released).",
+                    with_priority, field(entry, "storms"));
+        out.gauge("twinlane_port_pfc_lossless_backlog_bytes",
+                  "Lossless bytes of this ingress port and priority inside twinlane now.",
+                  with_priority, field(entry, "lossless_queued_bytes"));
+    }
+}
+
 }  // namespace
 
 std::string prometheus_text(DaemonApi& api) {
@@ -268,33 +393,12 @@ std::string prometheus_text(DaemonApi& api) {
 
     const ApiResult status = api.status();
     scrape_error("status", !status.ok());
-    if (status.ok()) {
-        const json& value = status.value();
-        const json& uptime = field(value, "uptime_ns");
-        out.gauge("twinlane_uptime_seconds", "Seconds since the daemon started.", {},
-                  json(uptime.is_number() ? uptime.get<double>() / 1e9 : 0.0));
-        out.gauge("twinlane_policy_epoch", "Version of the running policy (+1 per change).", {},
-                  field(value, "policy_epoch"));
-    }
+    if (status.ok()) add_status(out, status.value());
 
     const ApiResult ports = api.stats(StatsScope::ports);
     scrape_error("ports", !ports.ok() || !ports.value().is_array());
     if (ports.ok() && ports.value().is_array()) {
-        for (const json& port : ports.value()) {
-            const Labels labels{{"port", text_of(port, "name")}};
-            for (const char* direction : {"rx", "tx"}) {
-                const std::string d(direction);
-                out.counter("twinlane_port_" + d + "_packets_total", "Packets on the port.",
-                            labels, field(port, (d + "_packets").c_str()));
-                out.counter("twinlane_port_" + d + "_bytes_total", "Bytes on the port.", labels,
-                            field(port, (d + "_bytes").c_str()));
-                out.counter("twinlane_port_" + d + "_dropped_total",
-                            "Packets the NIC or driver dropped.", labels,
-                            field(port, (d + "_dropped").c_str()));
-                out.gauge("twinlane_port_" + d + "_bits_per_second", "Recent rate.", labels,
-                          field(port, (d + "_bits_per_sec").c_str()));
-            }
-        }
+        for (const json& port : ports.value()) add_port_stats(out, port);
     }
 
     const ApiResult classes = api.stats(StatsScope::classes);
@@ -328,9 +432,12 @@ std::string prometheus_text(DaemonApi& api) {
     scrape_error("queues", !queues.ok() || !queues.value().is_array());
     if (queues.ok() && queues.value().is_array()) {
         for (const json& node : queues.value()) {
-            const Labels labels{{"port", text_of(node, "port")},
-                                {"node", text_of(node, "node")},
-                                {"kind", text_of(node, "kind")}};
+            Labels labels{{"port", text_of(node, "port")},
+                          {"queue", text_of(node, "node")},
+                          {"kind", text_of(node, "kind")}};
+            // Inner nodes carry no class: an empty label would read as a class named "".
+            const std::string cls = text_of(node, "class");
+            if (!cls.empty()) labels.emplace_back("class", cls);
             const json& counters = field(node, "counters");
             if (counters.is_object()) add_queue_counters(out, "twinlane_queue", labels, counters);
         }

@@ -2,16 +2,28 @@
 // status, stats(ports), stats(classes), stats(queues). Served over HTTP by MetricsServer and
 // testable without a socket.
 //
-// Families (all prefixed twinlane_, each with HELP and TYPE):
-//   twinlane_up, twinlane_uptime_seconds, twinlane_policy_epoch, twinlane_scrape_error{section}
-//   twinlane_port_{rx,tx}_{packets,bytes,dropped}_total{port}, twinlane_port_{rx,tx}_bits_per_second
-//   twinlane_class_classified_{packets,bytes}_total{class}, twinlane_class_malformed_drops_total
-//   twinlane_{class,queue}_{packets,bytes}_{in,out}_total, twinlane_{class,queue}_drops_total{reason},
-//   twinlane_{class,queue}_drop_bytes_total{reason}, twinlane_{class,queue}_ecn_marks_total{marker},
-//   twinlane_{class,queue}_depth_{packets,bytes}      (queue labels: port, node, kind)
-//   twinlane_class_sojourn_seconds histogram: bucket le = (2^i - 1) ns for the sched log2
-//   histogram's bucket i (exact: bucket i holds integer ns below 2^i), _sum, _count.
-// Pure function of what the API returns; thread-safety is the API's.
+// Names follow node_exporter: ports as its netdev collector (receive/transmit, _total
+// counters), scheduler queues as its qdisc collector (packets, bytes, drops, overlimits,
+// backlog), units in the name. Every series is listed in control/README.md ("Metrics"); in short
+// (all prefixed twinlane_, each family with HELP and TYPE):
+//   build_info{version}, up, uptime_seconds, scrape_error{section}
+//   policy_epoch, policy_applied_epoch, policy_changes_total{change,result},
+//   policy_last_load_successful, policy_reloads_total, policy_reload_failures_total
+//   port_{up,speed_bits_per_second,policy_rate_bits_per_second}{port}
+//   port_{receive,transmit}_{packets,bytes,drops}_total{port},
+//   port_{receive,transmit}_bits_per_second{port}
+//   port_pfc_{pause_frames,paused_seconds}_total{port,priority,direction},
+//   port_pfc_storms_total{port,priority}, port_pfc_lossless_backlog_bytes{port,priority}
+//   class_classified_{packets,bytes}_total{class}, class_malformed_drops_total{class}
+//   {class,queue}_{enqueued_packets,enqueued_bytes,packets,bytes,overlimits}_total,
+//   {class,queue}_drops_total{reason}, {class,queue}_dropped_bytes_total{reason},
+//   {class,queue}_ecn_marks_total{marker}, {class,queue}_backlog_{packets,bytes}
+//     (class series: {class}, summed over the egress ports; queue series: {port,queue,kind}
+//      plus {class} on the node where the class enters the tree: its leaf or per_job node)
+//   class_sojourn_seconds histogram: bucket le = (2^i - 1) ns for the sched log2 histogram's
+//   bucket i (exact: bucket i holds integer ns below 2^i), _sum, _count.
+// A field the API does not return is not exported (no placeholder zeros), except counters
+// inside a returned object. Pure function of what the API returns; thread-safety is the API's.
 #pragma once
 
 #include <string>

@@ -242,6 +242,14 @@ ApiResult PolicyStore::status() {
         }
         break;
     }
+    json changes = json::object();
+    static constexpr std::array<const char*, static_cast<size_t>(Change::count)> kChangeNames{
+        "load", "rules_add", "rules_delete", "class_set"};
+    for (size_t kind = 0; kind < kChangeNames.size(); ++kind) {
+        changes[kChangeNames[kind]] = {
+            {"applied", changes_[kind][0].load(std::memory_order_relaxed)},
+            {"refused", changes_[kind][1].load(std::memory_order_relaxed)}};
+    }
     const auto uptime = std::chrono::steady_clock::now() - started_;
     return ApiResult::success(
         {{"version", TWINLANE_VERSION},
@@ -249,6 +257,8 @@ ApiResult PolicyStore::status() {
          {"policy_source", policy.source},
          {"policy_epoch", version->epoch},
          {"log_level", current_log_level_name()},
+         {"policy_changes", std::move(changes)},
+         {"policy_last_load_ok", last_load_ok_.load(std::memory_order_relaxed)},
          {"ports", std::move(ports)},
          {"lcores", std::move(lcores)}});
 }
@@ -300,7 +310,31 @@ ApiResult PolicyStore::rules_list() {
     return ApiResult::success(std::move(rules));
 }
 
+ApiResult PolicyStore::counted(Change kind, ApiResult result) {
+    changes_[static_cast<size_t>(kind)][result.ok() ? 0 : 1].fetch_add(1,
+                                                                      std::memory_order_relaxed);
+    if (kind == Change::load) last_load_ok_.store(result.ok(), std::memory_order_relaxed);
+    return result;
+}
+
 ApiResult PolicyStore::rules_add(std::string_view rule_text) {
+    return counted(Change::rules_add, add_rule(rule_text));
+}
+
+ApiResult PolicyStore::rules_delete(std::string_view rule_name) {
+    return counted(Change::rules_delete, delete_rule(rule_name));
+}
+
+ApiResult PolicyStore::class_set(std::string_view class_name, std::string_view key,
+                                 std::string_view value) {
+    return counted(Change::class_set, set_class(class_name, key, value));
+}
+
+ApiResult PolicyStore::policy_load(const std::string& path) {
+    return counted(Change::load, load_file(path));
+}
+
+ApiResult PolicyStore::add_rule(std::string_view rule_text) {
     json rule;
     try {
         const std::string yaml(rule_text);
@@ -344,7 +378,7 @@ ApiResult PolicyStore::rules_add(std::string_view rule_text) {
     return install_document(document, version->policy->source);
 }
 
-ApiResult PolicyStore::rules_delete(std::string_view rule_name) {
+ApiResult PolicyStore::delete_rule(std::string_view rule_name) {
     std::lock_guard lock(change_mutex_);
     const auto version = current();
     json document = conf::policy_document(*version->policy);
@@ -358,7 +392,7 @@ ApiResult PolicyStore::rules_delete(std::string_view rule_name) {
     return ApiResult::failure("no rule named '" + std::string(rule_name) + "'");
 }
 
-ApiResult PolicyStore::class_set(std::string_view class_name, std::string_view key,
+ApiResult PolicyStore::set_class(std::string_view class_name, std::string_view key,
                                  std::string_view value) {
     if (!valid_text(class_name) || !valid_text(key) || !valid_text(value)) {
         return ApiResult::failure("class, key and value must be 1-256 printable characters");
@@ -386,7 +420,7 @@ ApiResult PolicyStore::class_set(std::string_view class_name, std::string_view k
     return install_document(document, version->policy->source);
 }
 
-ApiResult PolicyStore::policy_load(const std::string& path) {
+ApiResult PolicyStore::load_file(const std::string& path) {
     if (path.empty() || path.size() > 4096) return ApiResult::failure("bad policy path");
     conf::PolicyResult loaded = conf::load_policy(path);
     if (!loaded.ok()) {

@@ -13,11 +13,16 @@
 // Statistics report the policy's topology with zero counters (there is no traffic here); the
 // daemon overrides stats()/flows_top()/status() and builds them with control/stats_json.h.
 //
+// Every change request is counted by kind and outcome (status(): "policy_changes", and
+// "policy_last_load_ok" for policy loads, the reload path), so a refused reload can be alerted
+// on from the metrics.
+//
 // Thread-safety: all methods may be called concurrently. Changes are serialised by a mutex
 // (held while parsing and compiling, never by readers); current()/epoch() are lock-free for
 // readers in the sense that they never wait on a change being compiled.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -89,6 +94,16 @@ protected:
     }
 
 private:
+    // The change commands, in status() "policy_changes" order.
+    enum class Change : size_t { load, rules_add, rules_delete, class_set, count };
+    // Counts `result` as an applied or refused change of `kind`; returns it unchanged.
+    ApiResult counted(Change kind, ApiResult result);
+    ApiResult load_file(const std::string& path);
+    ApiResult add_rule(std::string_view rule_text);
+    ApiResult delete_rule(std::string_view rule_name);
+    ApiResult set_class(std::string_view class_name, std::string_view key,
+                        std::string_view value);
+
     // Compiles and publishes; returns the error result, or success with the new epoch.
     ApiResult install(std::shared_ptr<const conf::Policy> policy);
     // Re-parses an edited document as a change of the running policy (keeps its source name).
@@ -99,6 +114,10 @@ private:
     std::mutex change_mutex_;
     std::atomic<std::shared_ptr<const PolicyVersion>> current_;
     std::atomic<uint64_t> epoch_{0};
+    // [kind][0: applied, 1: refused]
+    std::array<std::array<std::atomic<uint64_t>, 2>, static_cast<size_t>(Change::count)>
+        changes_{};
+    std::atomic<bool> last_load_ok_{true};  // the first policy was loaded, or create() failed
 };
 
 }  // namespace twinlane::control

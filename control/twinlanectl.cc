@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -137,6 +138,27 @@ void print_ports(std::ostream& out, const json& ports) {
                 {"PORT", "RX PKTS", "RX BYTES", "TX PKTS", "TX BYTES", "RX DROP", "TX DROP",
                  "RX RATE", "TX RATE"},
                 rows);
+    // Priority flow control, where a port runs it: pauses sent (and how long the peer was held),
+    // pauses received (and how long this port's priority was held), storms, lossless bytes in.
+    std::vector<Row> pfc;
+    for (const json& port : ports) {
+        for (const json& p : port.value("pfc", json::array())) {
+            const auto ms = [&](const char* key) {
+                return fmt::format("{:.3f}", static_cast<double>(u64(p, key)) / 1e6);
+            };
+            pfc.push_back({str(port, "name"), std::to_string(u64(p, "priority")),
+                           std::to_string(u64(p, "tx_pause_frames")), ms("tx_pause_duration_ns"),
+                           std::to_string(u64(p, "rx_pause_frames")), ms("rx_pause_duration_ns"),
+                           std::to_string(u64(p, "storms")),
+                           std::to_string(u64(p, "lossless_queued_bytes"))});
+        }
+    }
+    if (pfc.empty()) return;
+    out << "\n";
+    print_table(out,
+                {"PFC PORT", "PRIO", "PAUSES SENT", "PEER HELD MS", "PAUSES RECV", "HELD MS",
+                 "STORMS", "LOSSLESS BYTES"},
+                pfc);
 }
 
 // The classes' SLOs (stats classes' "slo" entries), one row per class and egress port; nothing

@@ -2,15 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "control/telemetry.h"
-
-#if TWINLANE_METRICS_SERVER
 #include "control/metrics_server.h"
-#else
-namespace twinlane::control {
-class MetricsServer {};
-}  // namespace twinlane::control
-#endif
+#include "control/telemetry.h"
 
 namespace twinlane::dataplane {
 
@@ -53,7 +46,6 @@ bool ControlSurfaces::start(const Pipeline& p, const DaemonOptions& options,
     }
     const uint16_t metrics_port = options.metrics_port.value_or(policy.metrics.port);
     if (policy.metrics.enabled && metrics_port != 0) {
-#if TWINLANE_METRICS_SERVER
         metrics_ = std::make_unique<control::MetricsServer>(*api_, policy.metrics.listen_address,
                                                             metrics_port);
         if (auto problem = metrics_->start()) {
@@ -62,9 +54,6 @@ bool ControlSurfaces::start(const Pipeline& p, const DaemonOptions& options,
                     " (--metrics-port N to use another, 0 for none)";
             return false;
         }
-#else
-        spdlog::warn("metrics: this build has no HTTP server (cpp-httplib); endpoint off");
-#endif
     }
     const std::string telemetry = control::register_telemetry(*api_);
     if (telemetry.empty())
@@ -77,10 +66,8 @@ bool ControlSurfaces::start(const Pipeline& p, const DaemonOptions& options,
 void ControlSurfaces::stop() {
     if (telemetry_) control::unregister_telemetry();
     telemetry_ = false;
-#if TWINLANE_METRICS_SERVER
     if (metrics_) metrics_->stop();
     metrics_.reset();
-#endif
     if (server_) server_->stop();
     server_.reset();
 }

@@ -13,7 +13,7 @@
 #include "dataplane/pipeline_setup.h"
 
 namespace twinlane::control {
-class MetricsServer;  // only where cpp-httplib is installed (control_surfaces.cc)
+class MetricsServer;
 }
 
 namespace twinlane::dataplane {

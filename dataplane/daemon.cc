@@ -13,6 +13,7 @@
 #include "conf/load_policy.h"
 #include "dataplane/device_probe.h"
 #include "dataplane/packet_meta.h"
+#include "dataplane/policy_reload.h"
 #include "dataplane/port.h"
 #include "dataplane/run_monitor.h"
 #include "dataplane/run_report.h"
@@ -63,6 +64,7 @@ std::unique_ptr<Daemon> Daemon::open(const DaemonOptions& options) {
     // First: a SIGINT/SIGTERM during set-up (EAL, ports: a fraction of a second) then stops the
     // run as soon as it starts, with the final report, instead of killing the process.
     install_stop_handlers();
+    install_reload_handler();  // a SIGHUP reloads (as `systemctl reload` sends it), never kills
     const conf::PolicyResult loaded = conf::load_policy(options.policy_path);
     if (!loaded.ok()) {
         for (const auto& e : loaded.errors)
@@ -185,6 +187,7 @@ void Daemon::serve() {
     const auto started = std::chrono::steady_clock::now();
     {
         Monitor monitor(p, options_, idle_exit);
+        PolicyReloader reloader(*surfaces_.api(), options_.policy_path, options_.watch_policy);
         launch_and_wait();
         request_stop();  // ends the monitor's idle/duration checks too
     }

@@ -29,6 +29,24 @@ const char* node_kind(sched::NodeKind kind) {
     return sched::to_string(kind);
 }
 
+// A port's priority flow control, per priority it speaks or hears (mlx5's ethtool counters
+// tx_prioN_pause, tx_prioN_pause_duration, rx_prioN_pause, rx_prioN_pause_duration).
+json pfc_json(const conf::PortPolicy& port, const CounterSnapshot::Pfc& c) {
+    json out = json::array();
+    if (port.pfc.mode == conf::PfcMode::off) return out;
+    for (uint32_t p = 0; p < 8; ++p) {
+        if (c.tx_frames[p] + c.rx_frames[p] + c.storms[p] + c.queued_bytes[p] == 0) continue;
+        out.push_back({{"priority", p},
+                       {"tx_pause_frames", c.tx_frames[p]},
+                       {"tx_pause_duration_ns", c.tx_pause_ns[p]},
+                       {"rx_pause_frames", c.rx_frames[p]},
+                       {"rx_pause_duration_ns", c.rx_pause_ns[p]},
+                       {"storms", c.storms[p]},
+                       {"lossless_queued_bytes", c.queued_bytes[p]}});
+    }
+    return out;
+}
+
 }  // namespace
 
 DaemonControl::DaemonControl(std::vector<uint16_t> dpdk_port_ids, DaemonPipeline pipeline,
@@ -317,6 +335,17 @@ void DaemonControl::finish(UpdatePlan& plan,
 
 // ---- live reads ------------------------------------------------------------------------------
 
+void DaemonControl::note_reload(bool ok, std::string error) {
+    std::lock_guard lock(reload_mutex_);
+    ++reloads_;
+    if (!ok) {
+        ++reload_failures_;
+        last_reload_error_ = std::move(error);
+    } else {
+        last_reload_error_.clear();
+    }
+}
+
 ApiResult DaemonControl::status() {
     ApiResult base = PolicyStore::status();
     if (!base.ok()) return base;
@@ -359,6 +388,12 @@ ApiResult DaemonControl::status() {
     }
     out["applied_epoch"] = applied_epoch();
     out["egress"] = std::move(egress);
+    {
+        std::lock_guard lock(reload_mutex_);
+        out["reloads"] = {{"attempts", reloads_},
+                          {"failures", reload_failures_},
+                          {"last_error", last_reload_error_}};
+    }
     return ApiResult::success(std::move(out));
 }
 
@@ -398,7 +433,8 @@ ApiResult DaemonControl::stats(control::StatsScope scope) {
                          {"rx_dropped", known ? eth.imissed + eth.ierrors + eth.rx_nombuf : 0},
                          {"tx_dropped", sched_drops + (known ? eth.oerrors : 0)},
                          {"rx_bits_per_sec", rates[i].rx_bits_per_sec},
-                         {"tx_bits_per_sec", rates[i].tx_bits_per_sec}});
+                         {"tx_bits_per_sec", rates[i].tx_bits_per_sec},
+                         {"pfc", pfc_json(policy.ports[i], snap.pfc[i])}});
                 }
                 return ApiResult::success(std::move(ports));
             }

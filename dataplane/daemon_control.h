@@ -85,6 +85,10 @@ class DaemonControl final : public control::PolicyStore {
     // The epoch whose trees and rules the lcores are running (== epoch() between changes).
     uint64_t applied_epoch() const { return applied_epoch_.load(std::memory_order_acquire); }
 
+    // A reload of the policy file (SIGHUP, --watch-policy: policy_reload.h) and its outcome,
+    // for status (`reloads`) and the metrics.
+    void note_reload(bool ok, std::string error);
+
   protected:
     std::optional<control::ApiResult> before_publish(
         const control::PolicyVersion& running, const control::PolicyVersion& candidate) override;
@@ -139,6 +143,11 @@ class DaemonControl final : public control::PolicyStore {
     std::vector<std::unique_ptr<SchedulerUpdate>> abandoned_sched_;
     std::vector<std::unique_ptr<ClassifierUpdate>> abandoned_rules_;
     std::vector<std::unique_ptr<classifier::CompiledRuleTable>> abandoned_tables_;
+
+    mutable std::mutex reload_mutex_;
+    uint64_t reloads_ = 0;
+    uint64_t reload_failures_ = 0;
+    std::string last_reload_error_;
 
     // Port rates, sampled every rate_interval by rate_thread_.
     mutable std::mutex rate_mutex_;

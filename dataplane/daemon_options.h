@@ -25,6 +25,7 @@ struct DaemonOptions {
     std::optional<std::string> control_socket;  // instead of the policy's control.socket
     std::optional<uint16_t> metrics_port;       // instead of the policy's metrics.port; 0: off
     bool explicit_log_level = false;  // --log-level was given: the policy's log_level is ignored
+    bool watch_policy = false;        // reload the policy file when it changes (and on SIGHUP)
 };
 
 }  // namespace twinlane::dataplane

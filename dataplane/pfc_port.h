@@ -96,11 +96,10 @@ uint16_t take_mac_control(rte_mbuf** pkts, uint16_t n, const PfcRx& rx, int meta
                           uint64_t now_ns, PortCounters& port, LcoreCounters& c);
 
 // The tag of a packet admitted from this RX task into `lane` (0: not counted).
-inline uint8_t pfc_tag_of(const PfcRx& rx, uint8_t lane, const uint8_t* frame, uint32_t readable,
-                          uint8_t dscp) {
+inline uint8_t pfc_tag_of(const PfcRx& rx, uint8_t lane, const uint8_t* frame, uint32_t readable) {
     if (((rx.lossless_lanes >> lane) & 1) == 0) [[likely]]
         return 0;
-    const uint8_t priority = pfc::packet_priority(frame, readable, dscp, *rx.dscp_priority);
+    const uint8_t priority = pfc::packet_priority(frame, readable, *rx.dscp_priority);
     return priority == rx.lane_priority[lane] ? rx.lane_tag[lane] : 0;
 }
 

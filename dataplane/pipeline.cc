@@ -49,17 +49,8 @@ void count_drop(LcoreCounters& c, DropCause cause, uint64_t packets) {
 // Why the scheduler dropped a packet, for the pipeline's counters: a lossless packet that met a
 // full leaf (its sender ignored PFC, or the headroom is short) has its own reason.
 DropCause drop_cause(const sched::DroppedPacket& d) {
-    if (admission::user_pfc_tag(d.packet.user) != 0) [[unlikely]] {
-        switch (d.reason) {
-            case sched::DropReason::queue_full_packets:
-            case sched::DropReason::queue_full_bytes:
-            case sched::DropReason::pool_exhausted:
-            case sched::DropReason::fq_overflow:
-                return DropCause::lossless_overflow;
-            default:
-                break;
-        }
-    }
+    if (admission::user_pfc_tag(d.packet.user) != 0 && sched::is_room_drop(d.reason)) [[unlikely]]
+        return DropCause::lossless_overflow;
     return from_sched(d.reason);
 }
 
@@ -199,8 +190,7 @@ struct Stamp {
 
     void operator()(uint8_t i, const classifier::Result& r, uint8_t lane) const {
         rte_mbuf* m = pkts[i];
-        const uint8_t tag =
-            pfc_tag_of(pfc, lane, headers.frames[i], headers.header_bytes[i], r.dscp);
+        const uint8_t tag = pfc_tag_of(pfc, lane, headers.frames[i], headers.header_bytes[i]);
         pfc_tags[i] = tag;
         pfc_in.add(tag, headers.wire_bytes[i]);
         if (meta_offset >= 0) {

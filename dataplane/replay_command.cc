@@ -1,9 +1,12 @@
 #include "dataplane/replay_command.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -13,11 +16,13 @@
 #include "classifier/classifier.h"
 #include "conf/compile.h"
 #include "conf/load_policy.h"
+#include "conf/lossless.h"
 #include "conf/policy.h"
 #include "conf/units.h"
 #include "dataplane/eal.h"
 #include "dataplane/memory_check.h"
 #include "replay/fifo_discipline.h"
+#include "replay/output_file.h"
 #include "replay/pcap_io.h"
 #include "replay/replay_engine.h"
 #include "replay/replay_report.h"
@@ -38,6 +43,7 @@ struct ReplayArgs {
     std::vector<std::string> compare;
     std::string port;
     std::string bulk_class = "training";
+    std::vector<std::string> pfc_pauses;  // AT:PRIORITY:DURATION
     bool json = false;
     bool slo_measure_only = false;
 };
@@ -52,6 +58,58 @@ std::string per_discipline(const std::string& path, const std::string& disciplin
     return path.substr(0, dot) + "." + discipline + path.substr(dot);
 }
 
+// --compare replays the input once per discipline: stdin and pipes cannot be read again, and
+// the second run used to fail after the first had finished. Said before anything runs.
+std::optional<std::string> not_rereadable(const std::string& input, size_t disciplines) {
+    if (disciplines < 2) return std::nullopt;
+    const std::string why = "--compare replays the input once for each of the " +
+                            std::to_string(disciplines) + " disciplines, ";
+    if (input == "-")
+        return why + "and stdin ('-i -') cannot be read again: save it to a file and give that";
+    struct stat info {};
+    if (stat(input.c_str(), &info) == 0 && !S_ISREG(info.st_mode) && !S_ISBLK(info.st_mode)) {
+        return why + "and '" + input + "' is not a regular file (a pipe?), which cannot be " +
+               "read again: save it to a file and give that";
+    }
+    return std::nullopt;  // a missing file is PcapReader's error to give
+}
+
+struct NamedPath {
+    std::string option;  // how the command line named it: "-o", "--report", ...
+    std::string path;
+};
+
+// Outputs must not be the command's inputs (same inode: also through a symlink or a hard link;
+// `-o IN` truncated the mapped input, a bus error and an empty file), nor one another (one
+// would silently replace the other).
+std::optional<std::string> outputs_clash(const ReplayArgs& args,
+                                         const std::vector<NamedPath>& outputs) {
+    const std::vector<NamedPath> inputs = {{"-i", args.input}, {"-c", args.policy}};
+    for (const NamedPath& output : outputs) {
+        for (const NamedPath& input : inputs) {
+            const bool same = input.path == "-" ? replay::same_file(output.path, STDIN_FILENO)
+                                                : replay::same_file(output.path, input.path);
+            if (same) {
+                return output.option + " '" + output.path + "' is the input " + input.option +
+                       " '" + input.path + "' (the same file): writing it would destroy what " +
+                       "the replay reads; choose another output path";
+            }
+        }
+    }
+    std::error_code ignored;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        for (size_t j = i + 1; j < outputs.size(); ++j) {
+            const auto a = std::filesystem::weakly_canonical(outputs[i].path, ignored);
+            const auto b = std::filesystem::weakly_canonical(outputs[j].path, ignored);
+            if (a == b || replay::same_file(outputs[i].path, outputs[j].path)) {
+                return outputs[i].option + " '" + outputs[i].path + "' and " + outputs[j].option +
+                       " '" + outputs[j].path + "' are the same file: give each its own path";
+            }
+        }
+    }
+    return std::nullopt;
+}
+
 struct Setup {
     std::shared_ptr<const conf::Policy> policy;
     const conf::EgressTree* tree = nullptr;
@@ -62,7 +120,59 @@ struct Setup {
     uint16_t ingress_port = 0;
     uint8_t bulk_class = 0;
     bool slo_measure_only = false;
+    replay::LosslessOptions lossless;
 };
+
+// `--pfc-pause 10ms:3:2ms`: the egress peer pauses priority 3 for 2 ms at 10 ms.
+std::optional<replay::InjectedPause> parse_pause(const std::string& text) {
+    const size_t first = text.find(':');
+    const size_t second = first == std::string::npos ? first : text.find(':', first + 1);
+    if (second == std::string::npos) return std::nullopt;
+    const auto at = conf::parse_duration_ns(text.substr(0, first));
+    const auto priority = conf::parse_unsigned(text.substr(first + 1, second - first - 1), 7);
+    const auto duration = conf::parse_duration_ns(text.substr(second + 1));
+    if (!at || !priority || !duration || *duration == 0) return std::nullopt;
+    return replay::InjectedPause{*at, static_cast<uint8_t>(*priority), *duration};
+}
+
+// Lossless senders when the replayed path's ingress port runs PFC and a class is lossless: the
+// same thresholds, priorities and watchdog as `twinlane run`, the sender reacting after the
+// cable one way and its response (pfc/headroom.h's terms).
+bool lossless_options(const ReplayArgs& args, Setup& s) {
+    const conf::Policy& policy = *s.policy;
+    const conf::CompiledEgress& egress = s.egress();
+    const conf::PortPolicy& ingress = policy.ports[s.ingress_port];
+    replay::LosslessOptions& o = s.lossless;
+    o.enabled = s.compiled.pfc.ports[s.ingress_port].mode != conf::PfcMode::off &&
+                !egress.pfc_accounts.empty();
+    o.dscp_priority = s.compiled.pfc.dscp_priority;
+    o.thresholds = s.compiled.pfc.ports[s.ingress_port].thresholds;
+    std::copy(egress.lane_priority.begin(), egress.lane_priority.end(), o.class_priority.begin());
+    o.ingress_rate_bps = ingress.rate_bits_per_sec;
+    o.egress_rate_bps = s.link_rate_bps;
+    const pfc::Headroom h = conf::auto_headroom(policy, s.ingress_port);
+    o.sender_reaction_ns =
+        ingress.rate_bits_per_sec == 0
+            ? 0
+            : (h.cable_bytes / 2 + h.peer_bytes) * 8'000'000'000ULL / ingress.rate_bits_per_sec;
+    o.pause_node = egress.pause_node;
+    o.watchdog = s.compiled.pfc.watchdog;
+    for (const std::string& text : args.pfc_pauses) {
+        const auto pause = parse_pause(text);
+        if (!pause) {
+            spdlog::error("--pfc-pause '{}': expected AT:PRIORITY:DURATION, e.g. 10ms:3:2ms", text);
+            return false;
+        }
+        if (egress.pause_node[pause->priority] < 0) {
+            spdlog::error("--pfc-pause '{}': no lossless class of {} is bound to priority {}",
+                          text, args.policy, int{pause->priority});
+            return false;
+        }
+        o.pauses.push_back(*pause);
+    }
+    if (!o.pauses.empty()) o.enabled = true;
+    return true;
+}
 
 // The egress tree `args` selects (--port, else the first), or nullptr with an error logged.
 const conf::EgressTree* select_tree(const conf::Policy& policy, const ReplayArgs& args) {
@@ -142,6 +252,7 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     }
     s.bulk_class = static_cast<uint8_t>(*bulk);
     s.slo_measure_only = args.slo_measure_only;
+    if (!lossless_options(args, s)) return std::nullopt;
     return s;
 }
 
@@ -191,6 +302,22 @@ int run(const ReplayArgs& args) {
         if (d != args.discipline) disciplines.push_back(d);
     const bool several = disciplines.size() > 1;
 
+    if (auto problem = not_rereadable(args.input, disciplines.size())) {
+        spdlog::error("{}", *problem);
+        return 2;
+    }
+    std::vector<NamedPath> outputs;
+    for (const auto& name : disciplines) {
+        const std::string pcap = per_discipline(args.output, name, several);
+        if (!pcap.empty() && pcap != "-") outputs.push_back({"-o", pcap});
+        const std::string report = per_discipline(args.report, name, several);
+        if (!report.empty()) outputs.push_back({"--report", report});
+    }
+    if (auto problem = outputs_clash(args, outputs)) {
+        spdlog::error("{}", *problem);
+        return 2;
+    }
+
     std::optional<Setup> setup = prepare(args);
     if (!setup) return 2;
 
@@ -217,6 +344,9 @@ int run(const ReplayArgs& args) {
         return 2;
     }
     std::vector<std::unique_ptr<replay::ReplayReport>> reports;
+    // Written under temporary names and renamed once every run has finished: a failure (exit 2)
+    // leaves no output file behind, and never a partial one in place of a good one.
+    std::vector<std::unique_ptr<replay::OutputFile>> written;
     int rc = 0;
     for (const auto& name : disciplines) {
         classifier::Classifier classifier(setup->compiled.classifier);
@@ -228,14 +358,21 @@ int run(const ReplayArgs& args) {
         if (!setup->egress().slo.empty()) report->track_shares_by_class();
         try {
             replay::PcapReader reader(args.input);
+            std::unique_ptr<replay::OutputFile> pcap_file;
             std::unique_ptr<replay::PcapWriter> writer;
             const std::string out_path = per_discipline(args.output, name, several);
-            if (!out_path.empty()) writer = std::make_unique<replay::PcapWriter>(out_path);
+            if (out_path == "-") {
+                writer = std::make_unique<replay::PcapWriter>(out_path);  // stdout
+            } else if (!out_path.empty()) {
+                pcap_file = std::make_unique<replay::OutputFile>(out_path);
+                writer = std::make_unique<replay::PcapWriter>(pcap_file->temporary_path());
+            }
             replay::ReplayOptions options;
             options.link_rate_bps = setup->link_rate_bps;
             options.ingress_port = setup->ingress_port;
             options.keep_payload = writer != nullptr;
             options.max_frame_bytes = setup->egress().tree.max_packet_bytes;
+            options.lossless = setup->lossless;
             replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
             if (writer) writer->close();
             const auto* governed = dynamic_cast<const replay::SchedulerDiscipline*>(discipline.get());
@@ -246,6 +383,7 @@ int run(const ReplayArgs& args) {
                                   slo::describe(e, slo.classes.at(e.class_index).spec));
                 report->set_slo(std::move(slo));
             }
+            if (pcap_file) written.push_back(std::move(pcap_file));
             if (report->records_back_in_time() != 0 && name == disciplines.front()) {
                 spdlog::warn("pcap '{}': {} records stamped earlier than the record before them "
                              "(by up to {:.1f} us: an unsorted merge of captures, or one bad "
@@ -263,13 +401,24 @@ int run(const ReplayArgs& args) {
         } catch (const replay::PcapError& e) {
             spdlog::error("{}", e.what());
             return 2;
+        } catch (const replay::OutputError& e) {
+            spdlog::error("{}", e.what());
+            return 2;
         }
         const std::string report_path = per_discipline(args.report, name, several);
         if (!report_path.empty()) {
-            std::ofstream f(report_path);
-            f << report->to_json().dump(2) << "\n";
-            if (!f) {
-                spdlog::error("cannot write {}", report_path);
+            try {
+                auto report_file = std::make_unique<replay::OutputFile>(report_path);
+                std::ofstream f(report_file->temporary_path());
+                f << report->to_json().dump(2) << "\n";
+                f.close();
+                if (!f) {
+                    spdlog::error("cannot write {}", report_path);
+                    return 2;
+                }
+                written.push_back(std::move(report_file));
+            } catch (const replay::OutputError& e) {
+                spdlog::error("{}", e.what());
                 return 2;
             }
         }
@@ -279,6 +428,15 @@ int run(const ReplayArgs& args) {
             rc = 1;
         }
         reports.push_back(std::move(report));
+    }
+    // Also after an accounting mismatch (exit 1): the run finished, and its files show it.
+    for (const auto& file : written) {
+        try {
+            file->commit();
+        } catch (const replay::OutputError& e) {
+            spdlog::error("{}", e.what());
+            return 2;
+        }
     }
 
     if (args.json) {
@@ -319,6 +477,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
         ->delimiter(',')
         ->check(CLI::IsMember({"twinlane", "fifo", "rte_sched"}));
     cmd->add_option("--port", args->port, "Egress port of the policy (default: the first)");
+    cmd->add_option("--pfc-pause", args->pfc_pauses,
+                    "The egress peer pauses a lossless priority: AT:PRIORITY:DURATION, e.g. "
+                    "10ms:3:2ms (repeatable)");
     cmd->add_option("--bulk-class", args->bulk_class, "Class whose fairness is reported")
         ->capture_default_str();
     cmd->add_flag("--json", args->json, "Print the reports as a JSON array instead of a table");

@@ -40,6 +40,7 @@ struct RunArgs {
     bool json = false;
     std::string control_socket;
     bool no_control = false;
+    bool watch_policy = false;
     int metrics_port = -1;  // -1: the policy's
     bool explicit_log_level = false;
     std::vector<std::string> eal_args;
@@ -135,6 +136,7 @@ int run_policy(const RunArgs& args) {
     options.stats_interval_ns = static_cast<uint64_t>(args.stats_interval_s * 1e9);
     options.lane_ring_slots = args.lane_ring_slots;
     options.control = !args.no_control;
+    options.watch_policy = args.watch_policy;
     if (!args.control_socket.empty()) options.control_socket = args.control_socket;
     if (args.metrics_port >= 0) options.metrics_port = static_cast<uint16_t>(args.metrics_port);
     options.explicit_log_level = args.explicit_log_level;
@@ -263,6 +265,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                        : std::string("an absolute path shorter than 108 bytes");
         });
     cmd->add_flag("--no-control", args->no_control, "No control socket (-c)");
+    cmd->add_flag("--watch-policy", args->watch_policy,
+                  "Apply the policy file when it changes on disk (-c; SIGHUP always reloads it)");
     cmd->add_option("--metrics-port", args->metrics_port,
                     "Metrics HTTP port instead of the policy's metrics.port; 0: off (-c)")
         ->check(CLI::Range(0, 65535));

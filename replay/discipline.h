@@ -55,6 +55,10 @@ public:
     // Packets the discipline dropped outside enqueue/dequeue (an SLO downgrade into a full
     // lower class), reported after class_moves(); the engine empties it. nullptr: none.
     virtual std::vector<ReplayDrop>* other_drops() { return nullptr; }
+    // A PFC pause from the egress peer: `node` of the egress tree (a lossless class's entry) may
+    // not send before `until_ns` (0: at once). Only a discipline with a queue per class can
+    // hold one class (twinlane's scheduler); FIFO and rte_sched keep sending.
+    virtual void hold(uint32_t /*node*/, uint64_t /*until_ns*/) {}
     // Earliest time >= now_ns at which dequeue may return a packet; UINT64_MAX when empty.
     virtual uint64_t next_eligible_ns(uint64_t now_ns) = 0;
     virtual uint64_t queued_packets() const = 0;

@@ -100,6 +100,14 @@ void add_gen_command(CLI::App& app, std::ostream& out) {
             },
             "UINT64"))
         ->capture_default_str();
+    gen->add_flag("--roce-only", options.roce_only,
+                  "Training is RoCEv2 collectives only (no NCCL-over-TCP jobs, no checkpoints)");
+    gen->add_option("--roce-dscp", options.roce_dscp, "DSCP of RoCEv2 training flows")
+        ->check(CLI::Range(0, 63))
+        ->capture_default_str();
+    gen->add_option("--roce-pcp", options.roce_pcp,
+                    "Priority-tag RoCEv2 frames (802.1Q, VLAN 0) with this PCP, 0-7")
+        ->check(CLI::Range(0, 7));
     gen->add_option("--ipv6-fraction", options.ipv6_fraction,
                     "Share of inference clients using IPv6")
         ->check(CLI::Range(0.0, 1.0))

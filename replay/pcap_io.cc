@@ -22,6 +22,14 @@ constexpr int kDltRawOpenBsd = 14;
 
 constexpr size_t kEthernetHeaderBytes = 14;
 constexpr size_t kMacBytes = 6;
+// libpcap's largest caplen for the link types read here (MAXIMUM_SNAPLEN): it refuses longer
+// records. A file header may claim any snap length up to INT_MAX, which libpcap 1.10 keeps.
+constexpr uint32_t kMaxCaplen = 262144;
+// The converted-record buffer starts at the largest IP packet plus the Ethernet header and
+// grows to what records need: sized by a claimed snap length, a 100-byte file took 2.1 GB.
+constexpr size_t kInitialFrameBytes = 65535 + kEthernetHeaderBytes;
+constexpr uint32_t kFileMagicMicroseconds = 0xa1b2c3d4;
+constexpr uint32_t kFileMagicNanoseconds = 0xa1b23c4d;
 // Locally administered, for frames whose capture has no MAC addresses.
 constexpr uint8_t kDestinationMac[kMacBytes] = {0x02, 0, 0, 0, 0, 0x01};
 constexpr uint8_t kDefaultSourceMac[kMacBytes] = {0x02, 0, 0, 0, 0, 0x02};
@@ -35,7 +43,10 @@ PcapReader::PcapReader(const std::string& path) : path_(path) {
         throw PcapError("cannot read pcap '" + path + "': " + errbuf);
     }
     link_type_ = pcap_datalink(handle_);
-    snap_length_ = static_cast<uint32_t>(pcap_snapshot(handle_));
+    snap_length_ = std::min(static_cast<uint32_t>(pcap_snapshot(handle_)), kMaxCaplen);
+    // pcapng sections are version 1.x; classic pcap 2.x (and DG/UX's 543).
+    pcapng_ = pcap_major_version(handle_) == 1;
+    if (!pcapng_) read_precision();
     switch (link_type_) {
     case DLT_EN10MB: map_file(); return;
     case DLT_LINUX_SLL: link_layer_ = LinkLayer::linux_sll; link_header_bytes_ = 16; break;
@@ -58,7 +69,8 @@ PcapReader::PcapReader(const std::string& path) : path_(path) {
     }
     // Records of other link types are rewritten as Ethernet frames into this one buffer.
     swapped_ = pcap_is_swapped(handle_) == 1;
-    ethernet_frame_.assign(size_t{snap_length_} + kEthernetHeaderBytes, 0);
+    ethernet_frame_.assign(
+        std::min(size_t{snap_length_} + kEthernetHeaderBytes, kInitialFrameBytes), 0);
     std::memcpy(ethernet_frame_.data(), kDestinationMac, sizeof kDestinationMac);
 }
 
@@ -70,8 +82,6 @@ PcapReader::~PcapReader() {
 namespace {
 constexpr size_t kFileHeaderBytes = 24;
 constexpr size_t kRecordHeaderBytes = 16;
-// libpcap's largest caplen for Ethernet (MAXIMUM_SNAPLEN); above it libpcap reports an error.
-constexpr uint32_t kMaxCaplen = 262144;
 
 uint32_t load32(const uint8_t* p, bool swapped) {
     uint32_t v;
@@ -113,6 +123,57 @@ uint16_t ethertype_of_address_family(uint32_t family) {
 }
 }  // namespace
 
+// A classic file's timestamp resolution, from its magic (libpcap does not tell): the error
+// about an impossible fraction then names the field as the file has it. Read with pread, which
+// works where libpcap's stream is a regular file (also stdin redirected from one) and moves no
+// offset; unknown for pipes.
+void PcapReader::read_precision() {
+    FILE* file = pcap_file(handle_);
+    uint32_t magic = 0;
+    if (file == nullptr || pread(fileno(file), &magic, sizeof magic, 0) != sizeof magic) return;
+    if (magic == kFileMagicNanoseconds || magic == __builtin_bswap32(kFileMagicNanoseconds)) {
+        precision_ = Precision::nanosecond;
+    } else if (magic == kFileMagicMicroseconds ||
+               magic == __builtin_bswap32(kFileMagicMicroseconds)) {
+        precision_ = Precision::microsecond;
+    }
+}
+
+// The record about to be counted, 1-based as Wireshark numbers frames.
+std::string PcapReader::record_name() const {
+    return "pcap '" + path_ + "': record " + std::to_string(records_read_ + 1);
+}
+
+// ts_sec is unsigned in the file format (a 2039 capture is valid until 2106); libpcap's
+// record header holds it and the fraction as signed 32-bit values, so a capture from 2038 on
+// came out in the past, and a fraction of 2^31 or more wrapped. A fraction of a second or
+// more cannot be: the file is damaged, and no arrival time can be made of it.
+uint64_t PcapReader::timestamp_ns(uint64_t seconds, int64_t fraction_ns) const {
+    if (fraction_ns < 0 || fraction_ns >= 1'000'000'000) {
+        std::string field =
+            "a microsecond field of 1000000 or more, or a nanosecond field of "
+            "1000000000 or more";
+        if (precision_ == Precision::microsecond) {
+            field =
+                "a microsecond field of " +
+                std::to_string(static_cast<uint32_t>(static_cast<int32_t>(fraction_ns / 1000))) +
+                " (at most 999999)";
+        } else if (precision_ == Precision::nanosecond) {
+            field = "a nanosecond field of " +
+                    std::to_string(static_cast<uint32_t>(static_cast<int32_t>(fraction_ns))) +
+                    " (at most 999999999)";
+        }
+        throw PcapError(record_name() + " has an impossible timestamp: " + field +
+                        ", a second or more (a damaged file?)");
+    }
+    constexpr uint64_t kLastSecond = (UINT64_MAX - 999'999'999) / 1'000'000'000;
+    if (seconds > kLastSecond) {  // pcapng only: a classic pcap's seconds are 32-bit
+        throw PcapError(record_name() + " has a timestamp of " + std::to_string(seconds) +
+                        " s, beyond what nanoseconds since 1970 hold in 64 bits (year 2554)");
+    }
+    return seconds * 1'000'000'000ULL + static_cast<uint64_t>(fraction_ns);
+}
+
 // libpcap copies every record (fread) into its buffer, whole frames included: for a file of
 // jumbo frames that copy and its system calls cost more than the replay itself. A classic
 // pcap in a regular file is read in place instead; libpcap has already checked its header.
@@ -133,10 +194,10 @@ void PcapReader::map_file() {
     uint32_t magic;
     std::memcpy(&magic, bytes, sizeof magic);
     switch (magic) {
-    case 0xa1b2c3d4: break;
-    case 0xa1b23c4d: nanosecond_ = true; break;
-    case 0xd4c3b2a1: swapped_ = true; break;
-    case 0x4d3cb2a1: swapped_ = nanosecond_ = true; break;
+    case kFileMagicMicroseconds: break;
+    case kFileMagicNanoseconds: nanosecond_ = true; break;
+    case __builtin_bswap32(kFileMagicMicroseconds): swapped_ = true; break;
+    case __builtin_bswap32(kFileMagicNanoseconds): swapped_ = nanosecond_ = true; break;
     default:  // pcapng or a variant: libpcap reads it
         munmap(map, size);
         return;
@@ -177,18 +238,14 @@ bool PcapReader::next_mapped(PcapRecord& record) {
         const uint32_t len = load32(header + 12, swapped_);
         const uint32_t seconds = load32(header, swapped_);
         const uint32_t fraction = load32(header + 4, swapped_);
-        // libpcap's record timestamps are signed 32-bit: leave the sign bit to it.
-        if (caplen <= snap_length_ && caplen <= kMaxCaplen &&
-            left - kRecordHeaderBytes >= caplen && seconds < 0x80000000u &&
-            fraction < 0x80000000u) {
+        if (caplen <= snap_length_ && left - kRecordHeaderBytes >= caplen) {
             if (caplen > len) {
-                throw PcapError("corrupt pcap '" + path_ + "': record " +
-                                std::to_string(records_read_) + " has caplen " +
+                throw PcapError("corrupt " + record_name() + " has caplen " +
                                 std::to_string(caplen) + " > wire length " + std::to_string(len));
             }
             // As libpcap with nanosecond precision: microseconds scaled up.
-            record.timestamp_ns = uint64_t{seconds} * 1'000'000'000ULL +
-                                  (nanosecond_ ? uint64_t{fraction} : uint64_t{fraction} * 1000);
+            record.timestamp_ns =
+                timestamp_ns(seconds, nanosecond_ ? int64_t{fraction} : int64_t{fraction} * 1000);
             record.wire_length = len;
             record.captured = std::span<const uint8_t>(header + kRecordHeaderBytes, caplen);
             offset_ += kRecordHeaderBytes + caplen;
@@ -222,6 +279,19 @@ bool PcapReader::next_libpcap(PcapRecord& record) {
             return false;
         }
         const std::string reason = pcap_geterr(handle_);
+        // libpcap 1.10 compares the first interface's type as a DLT value (LINKTYPE_RAW, 101,
+        // became DLT_RAW, 12) with each next interface's LINKTYPE value: two raw IP interfaces
+        // look different. The file is fine; a classic pcap holds it.
+        if (link_type_ == DLT_RAW &&
+            reason.find("has a type 101 different from the type of the first interface") !=
+                std::string::npos) {
+            throw PcapError("cannot read '" + path_ + "' after record " +
+                            std::to_string(records_read_) +
+                            ": its interfaces are all raw IP (LINKTYPE_RAW, 101), which " +
+                            pcap_lib_version() + " refuses as different types (\"" + reason +
+                            "\"); convert it to a classic pcap, which holds one link type, "
+                            "e.g. editcap -F pcap FILE OUT.pcap");
+        }
         // libpcap reads a pcapng file as one link type: interfaces of another type (Ethernet
         // and Linux cooked, as `tcpdump -i any` next to `-i eth0` writes) are a limit, not damage.
         if (reason.find("different from the type of the first interface") != std::string::npos) {
@@ -235,13 +305,16 @@ bool PcapReader::next_libpcap(PcapRecord& record) {
                         std::to_string(records_read_) + ": " + reason);
     }
     if (header->caplen > header->len) {
-        throw PcapError("corrupt pcap '" + path_ + "': record " + std::to_string(records_read_) +
-                        " has caplen " + std::to_string(header->caplen) + " > wire length " +
+        throw PcapError("corrupt " + record_name() + " has caplen " +
+                        std::to_string(header->caplen) + " > wire length " +
                         std::to_string(header->len));
     }
-    // With nanosecond precision requested, libpcap stores nanoseconds in tv_usec.
-    record.timestamp_ns = static_cast<uint64_t>(header->ts.tv_sec) * 1'000'000'000ULL +
-                          static_cast<uint64_t>(header->ts.tv_usec);
+    // With nanosecond precision requested, libpcap stores nanoseconds in tv_usec (a
+    // microsecond file's field times 1000). A classic file's seconds were read as a signed
+    // 32-bit number: undo the sign extension. pcapng seconds come from a 64-bit count.
+    const auto seconds = static_cast<uint64_t>(header->ts.tv_sec);
+    record.timestamp_ns = timestamp_ns(pcapng_ ? seconds : static_cast<uint32_t>(seconds),
+                                       static_cast<int64_t>(header->ts.tv_usec));
     record.wire_length = header->len;
     record.captured = std::span<const uint8_t>(data, header->caplen);
     ++records_read_;

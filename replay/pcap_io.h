@@ -27,6 +27,11 @@
 //   next() returns false and truncated_tail() says why. Missing, unreadable or corrupt files
 //   and other link types throw PcapError whose message names the file and the reason
 //   (libpcap's, or the link type and the supported ones).
+//   Timestamps: a classic file's ts_sec is unsigned 32-bit (valid to 2106); a fraction of a
+//   second or more (microseconds >= 1000000, nanoseconds >= 1000000000) throws PcapError
+//   naming the record (1-based). Memory: the snap length a file claims is clamped to 262144
+//   (libpcap refuses longer records); the conversion buffer grows with the records, not with
+//   the claim.
 //   PcapWriter writes an Ethernet pcap in nanosecond (default) or microsecond resolution
 //   (µs output truncates the ns timestamp; tests use it to produce µs files). Frames longer
 //   than the snap length are cut and keep their wire length. close() flushes and reports
@@ -72,8 +77,8 @@ class PcapReader {
     // in the file's mapping), so that records can be gathered into bursts.
     bool record_outlives_next() const { return last_mapped_; }
 
-    // The file's snap length (of its link-layer frames; converted frames may differ by the
-    // link header's length against the Ethernet header's).
+    // The file's snap length, at most 262144 (of its link-layer frames; converted frames may
+    // differ by the link header's length against the Ethernet header's).
     uint32_t snap_length() const { return snap_length_; }
     uint64_t records_read() const { return records_read_; }
     // Non-empty when the file ended inside a record: libpcap's words for it.
@@ -84,6 +89,11 @@ class PcapReader {
   private:
     enum class LinkLayer : uint8_t { ethernet, linux_sll, linux_sll2, raw_ip, null, loop };
 
+    enum class Precision : uint8_t { unknown, microsecond, nanosecond };
+
+    void read_precision();
+    std::string record_name() const;
+    uint64_t timestamp_ns(uint64_t seconds, int64_t fraction_ns) const;
     void map_file();
     bool next_mapped(PcapRecord& record);
     bool next_libpcap(PcapRecord& record);
@@ -106,7 +116,9 @@ class PcapReader {
     bool reading_mapped_ = false;
     bool last_mapped_ = false;
     bool swapped_ = false;     // the file's byte order is not ours
-    bool nanosecond_ = false;  // the file's timestamps are in ns (else µs)
+    bool nanosecond_ = false;  // the mapped file's timestamps are in ns (else µs)
+    bool pcapng_ = false;
+    Precision precision_ = Precision::unknown;  // of a classic file read by libpcap
 };
 
 class PcapWriter {

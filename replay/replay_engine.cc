@@ -27,7 +27,9 @@ BasicReplayEngine<D>::BasicReplayEngine(const ReplayOptions& options,
                                         ReplayReport& report, PcapWriter* output)
     : options_(options), classifier_(classifier), discipline_(discipline), report_(report),
       output_(output), link_(options.link_rate_bps), moves_(discipline.class_moves()),
-      other_drops_(discipline.other_drops()) {}
+      other_drops_(discipline.other_drops()) {
+    if (options.lossless.enabled) lossless_.emplace(options.lossless);
+}
 
 template <class D>
 uint32_t BasicReplayEngine<D>::take_slot() {
@@ -78,11 +80,47 @@ void BasicReplayEngine<D>::offer(const PcapRecord& record) {
     if (record.timestamp_ns < last_arrival_ns_) [[unlikely]]
         report_.on_time_reversal(last_arrival_ns_ - record.timestamp_ns);
     const uint64_t arrival = std::max(record.timestamp_ns, last_arrival_ns_);
+    if (lossless_) [[unlikely]] {
+        advance_to(arrival);
+        const auto seen = static_cast<uint32_t>(options_.keep_payload
+                                                    ? record.captured.size()
+                                                    : std::min<size_t>(record.captured.size(),
+                                                                       kHeaderBytes));
+        if (lossless_->holds(record.captured.data(), seen, arrival)) {
+            lossless_->hold(record.captured.data(), seen, record.wire_length, arrival);
+            last_arrival_ns_ = arrival;
+            return;
+        }
+    }
     transmit_until(arrival);
     discipline_.advance(arrival);
     account_moves(arrival);
     arrive(record, arrival);
     last_arrival_ns_ = arrival;
+}
+
+template <class D>
+void BasicReplayEngine<D>::advance_to(uint64_t until_ns) {
+    for (;;) {
+        const uint64_t next =
+            std::min(lossless_->next_release_ns(), lossless_->next_peer_frame_ns());
+        if (!transmit_until(std::min(next, until_ns))) continue;  // a sender resumed: look again
+        if (next > until_ns || next == UINT64_MAX) return;
+        if (lossless_->next_peer_frame_ns() == next) apply_peer_pauses(next);
+        if (lossless_->next_release_ns() == next) {
+            const LosslessModel::Held held = lossless_->release(next);
+            arrive(PcapRecord{next, held.wire_length, held.bytes}, next);
+        }
+    }
+}
+
+template <class D>
+void BasicReplayEngine<D>::apply_peer_pauses(uint64_t now_ns) {
+    if (!lossless_->peer_until(now_ns)) return;
+    for (uint32_t p = 0; p < pfc::kPriorities; ++p) {
+        const int32_t node = lossless_->pause_node()[p];
+        if (node >= 0) discipline_.hold(static_cast<uint32_t>(node), lossless_->hold_until(p));
+    }
 }
 
 template <class D>
@@ -101,11 +139,13 @@ void BasicReplayEngine<D>::offer_burst(const PcapRecord* records, size_t count) 
 
 template <class D>
 uint64_t BasicReplayEngine<D>::finish() {
+    if (options_.drain && lossless_) advance_to(UINT64_MAX);
     if (options_.drain) transmit_until(UINT64_MAX);
     const uint64_t end = std::max(link_free_ns_, last_arrival_ns_);
     discipline_.finished(end);
     account_moves(end);
     report_.on_finish(discipline_.queued_packets(), end);
+    if (lossless_) report_.set_pfc(lossless_->report(end));
     return end;
 }
 
@@ -133,7 +173,12 @@ template <class D>
     p.ip_version = r.ecn_capable ? r.ip_version : 0;
     p.length_bytes = wire_length;
     p.flow_hash = r.flow_hash;
-    p.user = r.class_id;
+    uint8_t tag = 0;
+    if (lossless_) [[unlikely]] {
+        tag = lossless_->tag(r.class_id, frame, seen);
+        lossless_->enter(tag, wire_length, arrival_ns);
+    }
+    p.user = admission::pack_user(r.class_id, tag);
     discipline_.enqueue(p, r.class_id, r.job_id, arrival_ns, drops_);
     account_moves(arrival_ns);
     account_drops(arrival_ns);
@@ -207,15 +252,25 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns)
 }
 
 template <class D>
-void BasicReplayEngine<D>::transmit_until(uint64_t until_ns) {
+bool BasicReplayEngine<D>::transmit_until(uint64_t until_ns) {
     sched::Packet p;
     while (true) {
         const uint64_t start = link_free_ns_;
-        if (start >= until_ns) return;
+        if (start >= until_ns) return true;
+        if (lossless_) [[unlikely]] {
+            apply_peer_pauses(start);  // the watchdog's time moves with the link's
+            if (lossless_->take_resumed()) return false;
+        }
         discipline_.advance(start);
         account_moves(start);
         if (discipline_.dequeue(start, p, drops_)) {
             account_drops(start);
+            if (lossless_ && ((lossless_->storm_drop_lanes() >> admission::user_lane(p.user)) & 1))
+                [[unlikely]] {
+                drops_.push_back({p, "pfc_storm"});
+                account_drops(start);
+                continue;
+            }
             depart(p, start);
             account_moves(start);
             continue;
@@ -225,7 +280,7 @@ void BasicReplayEngine<D>::transmit_until(uint64_t until_ns) {
         const uint64_t next = discipline_.next_eligible_ns(start);
         if (next == UINT64_MAX || next >= until_ns) {
             if (until_ns != UINT64_MAX) link_free_ns_ = until_ns;
-            return;
+            return true;
         }
         link_free_ns_ = std::max(next, start + 1);
     }
@@ -240,17 +295,20 @@ void BasicReplayEngine<D>::depart(const sched::Packet& packet, uint64_t start_ns
     const uint32_t slot_id = slot_of(packet);
     const uint64_t departure = start_ns + link_.transmit_ns(packet.length_bytes);
     link_free_ns_ = departure;
+    const uint8_t class_id = admission::user_lane(packet.user);
+    if (lossless_) [[unlikely]]
+        lossless_->leave(admission::user_pfc_tag(packet.user), packet.length_bytes, start_ns);
     // Only a packet the discipline can mark (l3 set) can have become CE since its arrival.
     bool marked_here = false;
     ReplayReport::Ticket ticket;
     // A packet that may have changed class (moves_) carries the ticket of the class it arrived
     // in, whatever it leaves as.
-    if (packet.l3 != nullptr || report_.has_ticket(packet.user) || moves_ != nullptr) {
+    if (packet.l3 != nullptr || report_.has_ticket(class_id) || moves_ != nullptr) {
         const Slot& s = slot(slot_id);
         marked_here = packet.l3 != nullptr && !s.ce_at_arrival && ce_marked(s, packet.ip_version);
         ticket = s.ticket;
     }
-    report_.on_departure(packet.user, packet.length_bytes, packet.arrival_ns, departure,
+    report_.on_departure(class_id, packet.length_bytes, packet.arrival_ns, departure,
                          marked_here, ticket);
     discipline_.departed(packet, departure - packet.arrival_ns, start_ns);
     if (output_ != nullptr) {
@@ -266,7 +324,13 @@ template <class D>
 void BasicReplayEngine<D>::report_drops(uint64_t now_ns) {
     for (const ReplayDrop& d : drops_) {
         const uint32_t slot_id = slot_of(d.packet);
-        report_.on_drop(d.packet.user, d.reason, now_ns, slot(slot_id).ticket);
+        const uint8_t tag = admission::user_pfc_tag(d.packet.user);
+        const char* reason = d.reason;
+        if (lossless_ && tag != 0) [[unlikely]] {
+            lossless_->leave(tag, d.packet.length_bytes, now_ns);
+            if (sched::is_room_drop(reason)) reason = "lossless_overflow";
+        }
+        report_.on_drop(admission::user_lane(d.packet.user), reason, now_ns, slot(slot_id).ticket);
         free_slots_.push_back(slot_id);
     }
     drops_.clear();
@@ -278,12 +342,10 @@ void BasicReplayEngine<D>::report_moves(uint64_t now_ns) {
         report_.on_class_move(m.from, m.to, m.packets, m.bytes, now_ns);
     moves_->clear();
     if (other_drops_ != nullptr && !other_drops_->empty()) {
-        for (const ReplayDrop& d : *other_drops_) {
-            const uint32_t slot_id = slot_of(d.packet);
-            report_.on_drop(d.packet.user, d.reason, now_ns, slot(slot_id).ticket);
-            free_slots_.push_back(slot_id);
-        }
+        // Reported as the discipline's own drops are (report_drops), after the moves.
+        drops_.insert(drops_.end(), other_drops_->begin(), other_drops_->end());
         other_drops_->clear();
+        report_drops(now_ns);
     }
 }
 

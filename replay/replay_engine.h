@@ -16,10 +16,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "classifier/classifier.h"
 #include "replay/discipline.h"
+#include "replay/lossless_model.h"
 #include "replay/pcap_io.h"
 #include "replay/replay_report.h"
 #include "replay/virtual_link.h"
@@ -37,6 +39,8 @@ struct ReplayOptions {
     // capture's TSO/GRO frame) is replayed as the MTU-sized segments it stands for
     // (wire_segments.h). 0: every record is one packet, whatever its length.
     uint32_t max_frame_bytes = 0;
+    // Lossless senders and the egress peer's pauses (lossless_model.h); off: nothing of PFC.
+    LosslessOptions lossless;
 };
 
 inline constexpr uint32_t kHeaderBytes = 256;
@@ -83,6 +87,10 @@ private:
     static constexpr uint32_t kChunkSlots = 1u << kChunkShift;
 
     void arrive(const PcapRecord& record, uint64_t arrival_ns);
+    // Virtual time up to `until_ns`, with the lossless senders' releases and the egress peer's
+    // pauses at their times in between.
+    void advance_to(uint64_t until_ns);
+    void apply_peer_pauses(uint64_t now_ns);
     // A record that reaches no discipline: counted as arrived and dropped for `reason`.
     void drop_on_arrival(const classifier::Result& r, uint32_t wire_length, uint64_t arrival_ns,
                          const char* reason);
@@ -90,8 +98,9 @@ private:
     // its IP header is read from.
     void enqueue_packet(const classifier::Result& r, const uint8_t* frame, uint32_t seen,
                         uint32_t wire_length, uint32_t slot_id, uint64_t arrival_ns);
-    // Transmits packets whose transmission can start before `until_ns`.
-    void transmit_until(uint64_t until_ns);
+    // Transmits packets whose transmission can start before `until_ns`. Returns false, early,
+    // when a lossless sender was resumed (its releases may come before `until_ns`).
+    bool transmit_until(uint64_t until_ns);
     void depart(const sched::Packet& packet, uint64_t start_ns);
     // Reports and frees what the discipline dropped; called up to three times per packet and
     // almost always with nothing to do, hence the inline empty check.
@@ -124,6 +133,7 @@ private:
     std::vector<slo::ClassMove>* moves_ = nullptr;  // the discipline's, when it moves classes
     std::vector<ReplayDrop>* other_drops_ = nullptr;  // the discipline's own drops, likewise
     uint64_t last_arrival_ns_ = 0;
+    std::optional<LosslessModel> lossless_;
 };
 
 using ReplayEngine = BasicReplayEngine<Discipline>;

@@ -261,6 +261,8 @@ nlohmann::json ReplayReport::to_json() const {
           {"jobs", bulk_jobs_.members.size()}}},
     };
     if (slo_) out["slo"] = slo_json();
+    // Only when the replay modelled PFC: a report without it is what it always was.
+    if (!pfc_.is_null()) out["pfc"] = pfc_;
     return out;
 }
 
@@ -447,6 +449,20 @@ std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
                 }
                 out += text + "\n";
             }
+        }
+        for (const auto& p : r->pfc()) {
+            std::snprintf(line, sizeof line,
+                          "%-10s %-10s priority %d: pauses sent %llu, sender held %.3f ms "
+                          "(%llu packets, up to %.1f us later), pauses received %llu, egress "
+                          "held %.3f ms, storms %llu\n",
+                          r->discipline().c_str(), "pfc", p["priority"].get<int>(),
+                          p["pause_frames_sent"].get<unsigned long long>(),
+                          p["sender_paused_ms"].get<double>(),
+                          p["packets_held"].get<unsigned long long>(),
+                          p["max_sender_delay_us"].get<double>(),
+                          p["pause_frames_received"].get<unsigned long long>(),
+                          p["egress_paused_ms"].get<double>(), p["storms"].get<unsigned long long>());
+            out += line;
         }
         if (r->split_records() != 0) {
             std::snprintf(line, sizeof line,

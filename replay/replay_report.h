@@ -190,6 +190,9 @@ public:
     std::optional<double> jain_jobs() const;
 
     nlohmann::json to_json() const;
+    // PFC in the replay, per lossless priority (LosslessModel::report); null when not modelled.
+    void set_pfc(nlohmann::json pfc) { pfc_ = std::move(pfc); }
+    const nlohmann::json& pfc() const { return pfc_; }
 
 private:
     nlohmann::json slo_json() const;
@@ -211,6 +214,7 @@ private:
     uint64_t max_back_in_time_ns_ = 0;
     uint64_t first_arrival_ns_ = UINT64_MAX;
     uint64_t end_ns_ = 0;
+    nlohmann::json pfc_;
     uint64_t link_wire_bytes_ = 0;  // every class's wire bytes sent so far
     std::vector<uint64_t> class_wire_bytes_;  // by class, with track_shares_by_class()
     // The throughput-series interval of the last departure, [start, end) in ns: departures

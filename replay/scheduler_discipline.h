@@ -59,6 +59,7 @@ public:
             drops.push_back({dropped_[i].packet, sched::to_string(dropped_[i].reason)});
         return r.packets == 1;
     }
+    void hold(uint32_t node, uint64_t until_ns) override { scheduler_->hold(node, until_ns); }
     uint64_t next_eligible_ns(uint64_t now_ns) override {
         const uint64_t t = scheduler_->next_eligible_ns(now_ns);
         return t == sched::Scheduler::kNever ? UINT64_MAX : t;

@@ -18,7 +18,6 @@ constexpr double kCheckpointShareOfTraining = 0.10;
 constexpr uint32_t kTcpJobEvery = 4;
 constexpr uint64_t kCheckpointPeriodNs = 10'000'000;
 
-constexpr uint8_t kDscpRoce = 26;  // AF31, the usual lossless-class marking for RoCEv2
 constexpr uint32_t kRocePayloadBytes = 4096;
 constexpr uint32_t kJumboMssBytes = 8948;  // 9000-byte MTU
 // 1500-byte MTU minus IP, TCP and the 12 bytes of the TCP timestamp option senders negotiate.
@@ -147,14 +146,17 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
     const uint32_t flows = options.flows_per_job;
     for (uint32_t job = 0; job < jobs; ++job) {
         const double job_bps = options.training_load * link / jobs;
-        const bool tcp_job = job % kTcpJobEvery == kTcpJobEvery - 1;
+        const bool tcp_job = !options.roce_only && job % kTcpJobEvery == kTcpJobEvery - 1;
         BulkBurstSpec collective;
         collective.transport = tcp_job ? BulkTransport::tcp : BulkTransport::roce;
         collective.payload_bytes = tcp_job ? kJumboMssBytes : kRocePayloadBytes;
-        collective.traffic_class = static_cast<uint8_t>((tcp_job ? 0 : kDscpRoce << 2) | kEcnEct0);
+        collective.traffic_class =
+            static_cast<uint8_t>((tcp_job ? 0 : options.roce_dscp << 2) | kEcnEct0);
+        if (!tcp_job) collective.pcp = options.roce_pcp;
         collective.steps_per_iteration = flows > 1 ? 2 * (flows - 1) : 1;  // ring all-reduce
         collective.target_packets_per_burst = 32;
-        collective.offered_bps = job_bps * (1 - kCheckpointShareOfTraining);
+        collective.offered_bps =
+            job_bps * (options.roce_only ? 1.0 : 1 - kCheckpointShareOfTraining);
         collective.duration_ns = options.duration_ns;
         collective.nominal_sender_rate_bps = tcp_job ? 25e9 : 100e9;
         collective.seed = source_seed(options.seed, next_source_id++);
@@ -179,6 +181,7 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
                           TrafficClass::training, static_cast<int>(job));
         add_source(std::make_unique<BulkBurstSource>(collective), collective_component);
 
+        if (options.roce_only) continue;  // checkpoint writes are TCP: lossy
         const bool nfs = job % 2 == 0;
         BulkBurstSpec checkpoint;
         checkpoint.transport = BulkTransport::tcp;

@@ -56,6 +56,11 @@ struct GenOptions {
     uint64_t surge_start_ns = 0;
     uint64_t surge_end_ns = 0;
     uint32_t surge_clients = 0;
+    // Lossless training: only RoCEv2 collectives (no NCCL-over-TCP jobs, no checkpoint writes),
+    // marked with `roce_dscp`, and with `roce_pcp` (0-7) an 802.1Q priority tag (VLAN 0).
+    bool roce_only = false;
+    uint8_t roce_dscp = 26;  // AF31, the usual lossless-class marking for RoCEv2
+    int roce_pcp = -1;       // -1: untagged
     uint64_t seed = 1;
     std::string output_path;  // used by write_traffic_pcap()
 };

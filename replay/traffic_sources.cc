@@ -205,7 +205,11 @@ void BulkBurstSource::build(size_t flow_index) {
         build_frame(headers, std::span<const uint8_t>(transport_headers.data(), transport_bytes),
                     transport_bytes + spec_.payload_bytes + kIcrcBytes,
                     static_cast<uint8_t>(bth.psn), frame_);
-        store_icrc(frame_);
+        store_icrc(frame_);  // over IP and on: a priority tag after it changes nothing of it
+        if (spec_.pcp >= 0) {
+            const uint8_t tag[4] = {0x81, 0x00, static_cast<uint8_t>(spec_.pcp << 5), 0x00};
+            frame_.insert(frame_.begin() + 12, tag, tag + 4);
+        }
         if (last) state.message_offset += reth.dma_length;
     } else {
         headers.protocol = L4Protocol::tcp;

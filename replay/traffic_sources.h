@@ -53,6 +53,7 @@ struct BulkBurstSpec {
     std::vector<BulkFlow> flows;
     uint32_t payload_bytes = 4096;  // per packet: RoCE path MTU payload or TCP MSS
     uint8_t traffic_class = 0;      // IPv4 TOS
+    int pcp = -1;                   // 0-7: an 802.1Q priority tag (VLAN 0) with this PCP
     uint32_t steps_per_iteration = 1;
     uint32_t target_packets_per_burst = 32;
     uint64_t target_iteration_period_ns = 0;  // if set, decides the iteration count instead

@@ -18,6 +18,14 @@ const char* to_string(DropReason reason) {
     return "unknown";
 }
 
+bool is_room_drop(std::string_view reason_name) {
+    for (uint32_t r = 0; r < kDropReasonCount; ++r) {
+        const auto reason = static_cast<DropReason>(r);
+        if (is_room_drop(reason) && reason_name == to_string(reason)) return true;
+    }
+    return false;
+}
+
 void QueueCounters::add(const QueueCounters& other) {
     packets_in += other.packets_in;
     bytes_in += other.bytes_in;

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 #include "sched/packet.h"
 #include "sched/relaxed_counter.h"
@@ -28,6 +29,15 @@ enum class DropReason : uint8_t {
 };
 inline constexpr uint32_t kDropReasonCount = 8;
 const char* to_string(DropReason reason);
+
+// A drop for want of room (limits, pool, a full fq leaf), as opposed to AQM or a bad packet: for a
+// lossless packet, the sign that its sender ignored PFC or the headroom is short.
+inline bool is_room_drop(DropReason reason) {
+    return reason == DropReason::queue_full_packets || reason == DropReason::queue_full_bytes ||
+           reason == DropReason::pool_exhausted || reason == DropReason::fq_overflow;
+}
+// The same for a reason named by to_string() (replay's disciplines hand back names).
+bool is_room_drop(std::string_view reason_name);
 
 // A packet the scheduler refuses or discards; the caller owns it again and frees it.
 struct DroppedPacket {

@@ -668,12 +668,21 @@ bool Scheduler::peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_ro
 
 // Packets come in runs for one leaf (a lane's burst usually is one run). During a run the
 // leaf's depth, the pool's free count and the flow tail being appended to live in registers
-// and are written back once: updated in memory per packet, each was a store-to-load chain
-// (perf, net_null 64 B: next_slot_[flow.tail] and the flow's tail/packets were ~40% of
-// enqueue's samples). Same admissions, drops, order and counters as one packet at a time.
+// (EnqueueRun) and are written back once: updated in memory per packet, each was a
+// store-to-load chain (perf, net_null 64 B: next_slot_[flow.tail] and the flow's tail/packets
+// were ~40% of enqueue's samples). Same admissions, drops, order and counters as one packet at
+// a time.
+struct Scheduler::EnqueueRun {
+    uint32_t depth = 0;
+    uint64_t depth_bytes = 0;
+    uint32_t free = 0;  // the pool's free count
+    uint32_t packets = 0;  // admitted in this run
+    uint64_t bytes = 0;
+    FlowAppend append;
+};
+
 uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_ns,
                             DroppedPacket* drops) {
-    uint32_t dropped = 0;
     // Touch the burst's flow queues up front so their cache misses overlap (sched_bench, 64k
     // flows); a packet with an unknown leaf is skipped here and dropped below.
     for (uint32_t i = 0; i < count; ++i) {
@@ -681,88 +690,110 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
         const Leaf& leaf = leaves_[packets[i].leaf];
         __builtin_prefetch(&flows_[leaf.first_flow + (packets[i].flow_hash & leaf.flow_mask)]);
     }
-    auto drop = [&](LiveQueueCounters& charged, const Packet& packet, DropReason reason) {
-        charged.count_drop(reason, packet.length_bytes);
-        drops[dropped++] = DroppedPacket{packet, reason};
-    };
+    uint32_t dropped = 0;
     for (uint32_t i = 0; i < count;) {
-        const uint16_t leaf_index = packets[i].leaf;
-        if (leaf_index >= leaves_.size()) {
-            drop(port_drops_, packets[i++], DropReason::unknown_leaf);
+        if (packets[i].leaf < leaves_.size()) [[likely]] {
+            i = enqueue_run(packets, i, count, now_ns, drops, dropped);
             continue;
         }
-        Leaf& leaf = leaves_[leaf_index];
-        uint32_t depth = leaf.packets;
-        uint64_t depth_bytes = leaf.bytes;
-        uint32_t free = pool_free_count_;
-        uint32_t run_in = 0;
-        uint64_t run_in_bytes = 0;
-        FlowAppend append;
-        // RED at arrival, on the leaf's bytes before this packet: false if it drops it.
-        auto red_admits = [&](const Packet& packet,
-                              DropReason& reason) __attribute__((always_inline)) {
-            if (!leaf.red.enabled || !red_signal(leaf.red, depth_bytes, rng_)) return true;
-            if (mark_ce(packet)) {
-                leaf.counters.ecn_marked_red.add(1);
-                return true;
-            }
-            if (!leaf.red.drop_non_ect) return true;
-            reason = DropReason::red_early;
-            return false;
-        };
-        auto admit = [&](const Packet& packet, uint32_t flow) __attribute__((always_inline)) {
-            const uint32_t slot = free_slots_[--free];
-            slots_[slot] = packet;
-            slots_[slot].arrival_ns = now_ns;
-            next_slot_[slot] = kInvalid;
-            append_to_flow(leaf, flow, slot, packet.length_bytes, append);
-            depth_bytes += packet.length_bytes;
-            if (depth++ == 0) activate(leaf.node);
-            ++run_in;
-            run_in_bytes += packet.length_bytes;
-        };
-        for (; i < count && packets[i].leaf == leaf_index; ++i) {
-            const Packet& packet = packets[i];
-            const uint32_t length = packet.length_bytes;
-            const uint32_t flow = leaf.first_flow + (packet.flow_hash & leaf.flow_mask);
-            DropReason reason = DropReason::oversize;
-            if (length == 0 || length > max_packet_bytes_) {
-                reason = DropReason::oversize;
-            } else if (depth >= leaf.limit_packets || depth_bytes + length > leaf.limit_bytes) {
-                reason = depth >= leaf.limit_packets ? DropReason::queue_full_packets
-                                                     : DropReason::queue_full_bytes;
-                if (leaf.flow_mask != 0) [[unlikely]] {
-                    append.flush(flows_);  // the flows' byte counts must be current
-                    append = FlowAppend{};
-                    // Drops so far plus one per packet still to come stay within `count`.
-                    const Room room = find_room(leaf, flow, length, i + 1 - dropped, depth,
-                                                depth_bytes);
-                    if (room.flow != kInvalid && red_admits(packet, reason)) {
-                        push_out(leaf, room, drops, dropped, free);
-                        depth = room.depth;
-                        depth_bytes = room.depth_bytes;
-                        admit(packet, flow);
-                        continue;
-                    }
-                }
-            } else if (free == 0) {
-                reason = DropReason::pool_exhausted;
-            } else if (red_admits(packet, reason)) {
-                admit(packet, flow);
-                continue;
-            }
-            drop(leaf.counters, packet, reason);
-        }
-        append.flush(flows_);
-        leaf.packets = depth;
-        leaf.bytes = depth_bytes;
-        publish_depth(leaf);
-        pool_free_count_ = free;
-        queued_packets_ += run_in;
-        leaf.counters.packets_in.add(run_in);
-        leaf.counters.bytes_in.add(run_in_bytes);
+        port_drops_.count_drop(DropReason::unknown_leaf, packets[i].length_bytes);
+        drops[dropped++] = DroppedPacket{packets[i++], DropReason::unknown_leaf};
     }
     return count - dropped;
+}
+
+// The run of packets for one leaf that starts at packets[i]; returns where the next run starts.
+[[gnu::always_inline]] inline uint32_t Scheduler::enqueue_run(const Packet* packets, uint32_t i,
+                                                              uint32_t count, uint64_t now_ns,
+                                                              DroppedPacket* drops,
+                                                              uint32_t& dropped) {
+    const uint16_t leaf_index = packets[i].leaf;
+    Leaf& leaf = leaves_[leaf_index];
+    EnqueueRun run{leaf.packets, leaf.bytes, pool_free_count_, 0, 0, FlowAppend{}};
+    for (; i < count && packets[i].leaf == leaf_index; ++i) {
+        const Packet& packet = packets[i];
+        DropReason reason = DropReason::oversize;
+        // Drops so far plus one per packet still to come stay within `count`.
+        if (admit_in_run(leaf, run, packet, i + 1 - dropped, now_ns, drops, dropped, reason))
+            continue;
+        leaf.counters.count_drop(reason, packet.length_bytes);
+        drops[dropped++] = DroppedPacket{packet, reason};
+    }
+    run.append.flush(flows_);
+    // The leaf is linked into the tree while it holds packets, by the state of the leaf before
+    // and after the run, never by its depth within it: an fq overflow may push out the leaf's
+    // last packet for the arrival it admits (depth 0 for a moment, the leaf still linked), and
+    // linking it again there put it in its drr parent's ring twice (SIGSEGV in pick() with
+    // limit_packets 1). Depth only falls by an overflow, which admits the arrival, so a leaf
+    // that held packets before the run still does.
+    if (leaf.packets == 0 && run.depth != 0) activate(leaf.node);
+    leaf.packets = run.depth;
+    leaf.bytes = run.depth_bytes;
+    publish_depth(leaf);
+    pool_free_count_ = run.free;
+    queued_packets_ += run.packets;
+    leaf.counters.packets_in.add(run.packets);
+    leaf.counters.bytes_in.add(run.bytes);
+    return i;
+}
+
+// One arrival of a run: admitted, or false with the reason. A full fq leaf makes room by
+// pushing out head packets of its fattest flow (into `drops`, `spare` of them at most).
+[[gnu::always_inline]] inline bool Scheduler::admit_in_run(Leaf& leaf, EnqueueRun& run,
+                                                           const Packet& packet, uint32_t spare,
+                                                           uint64_t now_ns, DroppedPacket* drops,
+                                                           uint32_t& dropped, DropReason& reason) {
+    const uint32_t length = packet.length_bytes;
+    const uint32_t flow = leaf.first_flow + (packet.flow_hash & leaf.flow_mask);
+    if (length == 0 || length > max_packet_bytes_) {
+        reason = DropReason::oversize;
+        return false;
+    }
+    if (run.depth >= leaf.limit_packets || run.depth_bytes + length > leaf.limit_bytes) {
+        reason = run.depth >= leaf.limit_packets ? DropReason::queue_full_packets
+                                                 : DropReason::queue_full_bytes;
+        if (leaf.flow_mask == 0) [[likely]]
+            return false;
+        run.append.flush(flows_);  // the flows' byte counts must be current
+        run.append = FlowAppend{};
+        const Room room = find_room(leaf, flow, length, spare, run.depth, run.depth_bytes);
+        if (room.flow == kInvalid || !red_admits(leaf, packet, run.depth_bytes, reason))
+            return false;
+        uint32_t free = run.free;  // a local: a reference into `run` would keep it in memory
+        push_out(leaf, room, drops, dropped, free);
+        run.free = free;
+        run.depth = room.depth;
+        run.depth_bytes = room.depth_bytes;
+    } else if (run.free == 0) {
+        reason = DropReason::pool_exhausted;
+        return false;
+    } else if (!red_admits(leaf, packet, run.depth_bytes, reason)) {
+        return false;
+    }
+    const uint32_t slot = free_slots_[--run.free];
+    slots_[slot] = packet;
+    slots_[slot].arrival_ns = now_ns;
+    next_slot_[slot] = kInvalid;
+    append_to_flow(leaf, flow, slot, length, run.append);
+    run.depth_bytes += length;
+    ++run.depth;
+    ++run.packets;
+    run.bytes += length;
+    return true;
+}
+
+// RED at arrival, on the leaf's bytes before this packet: false (red_early) if it drops it.
+[[gnu::always_inline]] inline bool Scheduler::red_admits(Leaf& leaf, const Packet& packet,
+                                                         uint64_t depth_bytes,
+                                                         DropReason& reason) {
+    if (!leaf.red.enabled || !red_signal(leaf.red, depth_bytes, rng_)) return true;
+    if (mark_ce(packet)) {
+        leaf.counters.ecn_marked_red.add(1);
+        return true;
+    }
+    if (!leaf.red.drop_non_ect) return true;
+    reason = DropReason::red_early;
+    return false;
 }
 
 [[gnu::always_inline]] inline bool Scheduler::dequeue_flow(Leaf& leaf, uint32_t flow,

@@ -261,6 +261,13 @@ private:
     void push_out(Leaf& leaf, const Room& room, DroppedPacket* drops, uint32_t& dropped,
                   uint32_t& free);
     void settle_departures(Leaf& leaf, Departures& taken);
+    struct EnqueueRun;
+    uint32_t enqueue_run(const Packet* packets, uint32_t i, uint32_t count, uint64_t now_ns,
+                         DroppedPacket* drops, uint32_t& dropped);
+    bool admit_in_run(Leaf& leaf, EnqueueRun& run, const Packet& packet, uint32_t spare,
+                      uint64_t now_ns, DroppedPacket* drops, uint32_t& dropped,
+                      DropReason& reason);
+    bool red_admits(Leaf& leaf, const Packet& packet, uint64_t depth_bytes, DropReason& reason);
     // For readers on other threads: the leaf's depth, after every change of it.
     static void publish_depth(Leaf& leaf) {
         leaf.counters.depth_packets.set(leaf.packets);

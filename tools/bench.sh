@@ -5,6 +5,8 @@
 #   classifier_acl_bench  twinlane's rule table vs DPDK rte_acl
 #   replay_bench       replay engine input packets/s (twinlane vs FIFO)
 #   tools/bench_dataplane.sh (if present)  forwarding Mpps vs dpdk-testpmd
+#   tools/bench_qos_sched.sh (if present)  forwarding Mpps vs DPDK's qos_sched (rte_sched's
+#                                          pipeline), two lcores; skipped if it cannot be built
 # The machine may be shared and noisy: compare ratios within one run, not absolute times.
 #   MIN_TIME=0.5 tools/bench.sh   seconds per benchmark case (default 0.3)
 set -euo pipefail
@@ -18,4 +20,7 @@ meson test -C "$build" --benchmark --no-rebuild --verbose --logbase benchmarklog
     grep -vE '^(ninja|\[)'
 if [ -x tools/bench_dataplane.sh ]; then
     tools/bench_dataplane.sh "$build"
+fi
+if [ -x tools/bench_qos_sched.sh ]; then
+    tools/bench_qos_sched.sh "$build" || [ $? = 77 ]  # 77: printed why it was skipped
 fi

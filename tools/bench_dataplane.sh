@@ -15,6 +15,7 @@
 #   tools/bench_dataplane.sh [TWINLANE|BUILD_DIR] [--benchmark_min_time=...]
 #   (default TWINLANE: build/dataplane/twinlane; a --benchmark_min_time argument, as
 #   tools/test.sh passes to every benchmark for a brief run, shortens each run to 1 s)
+# tools/bench_qos_sched.sh runs the same pipeline in a two-lcore layout next to DPDK's qos_sched.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 twinlane=${1:-$root/build/dataplane/twinlane}

@@ -6,7 +6,9 @@ Usage: plot_report.py REPORT.json [REPORT.json ...] --out-dir DIR
 Each report is the JSON the replay engine writes for one discipline (twinlane, fifo,
 rte_sched, ...). Writes into DIR:
   latency_cdf.png   one panel per traffic class, one line per discipline (log-x, µs)
-  throughput.png    one panel per discipline, one line per class, link rate dashed
+  throughput.png    one panel per discipline, one line per class, link rate dashed; with
+                    lossless classes, the time their senders were paused (XOFF to XON) and
+                    the egress was held by the peer's pauses is shaded
   latency_p99.png   p99 latency per class, disciplines side by side (log-y)
   slo_windows.png   reports with an "slo" section (twinlane with an slo in the policy): each
                     SLO class's percentile per window against its target (log-y), and the
@@ -89,6 +91,25 @@ def plot_latency_cdfs(reports, classes, out_dir):
     return save(figure, out_dir, "latency_cdf.png", drew)
 
 
+PAUSE_SHADES = [("sender_paused_intervals_ms", "orange", "senders paused (PFC)"),
+                ("egress_held_intervals_ms", "purple", "egress held (PFC)")]
+
+
+def shade_pauses(axis, pfc):
+    """Shades the PFC pause intervals of every lossless priority, labelled once each."""
+    if not isinstance(pfc, list):
+        return
+    for key, colour, label in PAUSE_SHADES:
+        for priority in pfc:
+            intervals = priority.get(key) if isinstance(priority, dict) else None
+            for interval in intervals if isinstance(intervals, list) else []:
+                if not (isinstance(interval, list) and len(interval) == 2
+                        and all(isinstance(t, (int, float)) for t in interval)):
+                    continue
+                axis.axvspan(interval[0], interval[1], color=colour, alpha=0.2, label=label)
+                label = None
+
+
 def plot_throughput(reports, classes, out_dir):
     figure, axes = plt.subplots(1, len(reports), figsize=(5 * len(reports), 4), squeeze=False,
                                 sharey=True)
@@ -103,6 +124,7 @@ def plot_throughput(reports, classes, out_dir):
             times_ms = [(index + 0.5) * interval * 1e3 for index in range(len(values))]
             axis.plot(times_ms, [value / 1e9 for value in values], label=name)
             drew = True
+        shade_pauses(axis, report.get("pfc"))
         link = report.get("link_rate_bps")
         if isinstance(link, (int, float)) and link > 0:
             axis.axhline(link / 1e9, linestyle="--", color="grey", label="link rate")

@@ -9,13 +9,18 @@ PACKAGES=(
   # libraries (found by meson through pkg-config)
   dpdk-dev libdpdk-dev libbpf-dev libxdp-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev nlohmann-json3-dev
-  libpcap-dev libcpp-httplib-dev libnuma-dev libelf-dev zlib1g-dev
+  libpcap-dev libnuma-dev libelf-dev zlib1g-dev
   # runtime tools used by tests, benchmarks and the demo
   dpdk python3 python3-matplotlib iproute2 iperf3 sockperf tcpdump libclang-rt-14-dev
   # end-to-end test (tests/e2e): checksum offload off on the veths
   ethtool
   # PFC frames read back as Wireshark decodes them (tests/integration/pfc_realtime_test.sh)
   tshark
+  # tools/bench_qos_sched.sh builds DPDK's qos_sched example from its sources in this package
+  dpdk-doc
+  # deployment kit (tests/deploy, tests/integration/prometheus_test.sh): Prometheus and
+  # promtool, the Debian package build and lint, YAML parsing for the Kubernetes example
+  prometheus debhelper dpkg-dev fakeroot lintian python3-yaml
 )
 
 missing=()
@@ -39,4 +44,9 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The prometheus package enables a server on :9090 (all interfaces); the tests start their own
+# on loopback, so one this script installed is stopped and disabled again.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+  systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
 echo "setup: done"

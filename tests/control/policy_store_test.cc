@@ -271,6 +271,35 @@ TEST(PolicyStore, PolicyShowAndStatsFollowTheRunningPolicy) {
     EXPECT_TRUE(store->flows_top(5).value().empty());
 }
 
+// The reload-failure signal: every change request is counted by kind and outcome, and a
+// refused load clears policy_last_load_ok until a load succeeds.
+TEST(PolicyStore, StatusCountsChangesByOutcome) {
+    auto store = make_store();
+    auto changes = [&] { return store->status().value()["policy_changes"]; };
+    EXPECT_EQ(changes()["load"], json({{"applied", 0}, {"refused", 0}}));
+    EXPECT_TRUE(store->status().value()["policy_last_load_ok"].get<bool>());
+
+    EXPECT_FALSE(store->policy_load("/nonexistent/policy.yaml").ok());
+    EXPECT_FALSE(store->status().value()["policy_last_load_ok"].get<bool>());
+    EXPECT_FALSE(store->class_set("training", "weight", "0").ok());
+    EXPECT_TRUE(store->class_set("training", "weight", "2").ok());
+    EXPECT_FALSE(store->rules_delete("no-such-rule").ok());
+    EXPECT_TRUE(store->rules_add("{name: x, priority: 5, match: {dst_port: 9000, proto: tcp}, "
+                                 "action: {class: inference}}")
+                    .ok());
+    // An edit that is not a load leaves the load outcome alone.
+    EXPECT_FALSE(store->status().value()["policy_last_load_ok"].get<bool>());
+    ASSERT_TRUE(store->policy_load(std::string(TWINLANE_CONF_DIR) + "/default.yaml").ok());
+    EXPECT_TRUE(store->status().value()["policy_last_load_ok"].get<bool>());
+
+    const json counted = changes();
+    EXPECT_EQ(counted["load"], json({{"applied", 1}, {"refused", 1}}));
+    EXPECT_EQ(counted["class_set"], json({{"applied", 1}, {"refused", 1}}));
+    EXPECT_EQ(counted["rules_add"], json({{"applied", 1}, {"refused", 0}}));
+    EXPECT_EQ(counted["rules_delete"], json({{"applied", 0}, {"refused", 1}}));
+    EXPECT_EQ(store->epoch(), 4u);  // class set, rule add, load
+}
+
 TEST(PolicyStore, LogLevel) {
     auto store = make_store();
     const auto saved = spdlog::get_level();

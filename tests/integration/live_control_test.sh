@@ -5,6 +5,9 @@
 #  - GET /metrics on 127.0.0.1 (--metrics-port) has twinlane_ class counters that grow with
 #    traffic, and the port rates are non-zero,
 #  - DPDK telemetry /twinlane/stats/classes answers on the EAL's telemetry socket,
+#  - `class set training limit_packets 1` with a thinner flow (the probe) in the training fq
+#    leaf: the leaf pushes out its only packet for it, and the daemon keeps running (it died
+#    of SIGSEGV about a second after the change),
 #  - after SIGTERM the socket is gone and twinlanectl exits 3 saying the daemon is not running.
 # Usage: live_control_test.sh TWINLANE TWINLANECTL
 source "$(dirname "$0")/lib.sh"
@@ -88,6 +91,37 @@ reply = json.loads(s.recv(65536))["/twinlane/stats/classes"]
 assert reply["training"]["classified_packets"] > 0, reply
 PY
 
+# The smallest packet limit `class set` accepts, on the fq leaf under the bulk drr. The probe's
+# 128-byte frames are thinner than the training flows' 1000-byte ones, so a probe frame that
+# finds the leaf full pushes out its one packet (fq_overflow) and takes its place. Inference
+# capped below its offered rate keeps packets queued while the strict root skips it for the
+# bulk lane, as the default policy's 50% cap does under load: the next pick() walked into the
+# drr node whose ring the doubly linked leaf had corrupted.
+ctl rules add "{name: probe, priority: 5, match: {proto: udp, dst_port: 7777}, action: {class: training}}" \
+    >/dev/null || fail "rules add probe"
+ctl class set inference rate 2M >/dev/null || fail "class set inference rate 2M"
+ctl class set training limit_packets 1 >/dev/null || fail "class set training limit_packets 1"
+# Until probe frames have pushed out a few packets (10 probe frames a second; how many find the
+# leaf full depends on the lcores' timing), at most 20 s.
+overflows=0
+for _ in $(seq 40); do
+    sleep 0.5
+    if ! kill -0 "$daemon" 2>/dev/null; then
+        rc=0
+        wait "$daemon" || rc=$?
+        daemon=""
+        fail "daemon exited $rc after limit_packets 1: $(tail -5 daemon.log)"
+    fi
+    ctl -j stats classes >tiny.json || fail "stats classes after limit_packets 1"
+    overflows=$(python3 -c 'import json, sys
+print(next(c for c in json.load(open(sys.argv[1])) if c["name"] == "training")["queue"]["drops"]["fq_overflow"])' tiny.json)
+    [ "$overflows" -ge 5 ] && break
+done
+[ "$overflows" -ge 5 ] || fail "no probe frame pushed out a training packet in 20 s: $(cat tiny.json)"
+sleep 1  # the daemon died within a second of such a push-out
+kill -0 "$daemon" 2>/dev/null || fail "daemon died after limit_packets 1: $(tail -5 daemon.log)"
+echo "limit_packets 1: training fq_overflow $overflows, daemon running"
+
 touch stop
 wait "$stream_writer"
 stream_writer=""
@@ -101,4 +135,5 @@ rc=0
 [ "$rc" -eq 3 ] || fail "twinlanectl after the daemon stopped exited $rc: $(cat gone.txt)"
 grep -q "twinlane daemon not running" gone.txt || fail "after stop: $(cat gone.txt)"
 echo "PASS: status, stats, flows --top 5, watch --count 2, /metrics (class counters grow)," \
-     "telemetry /twinlane/stats/classes on a running daemon; exit 3 with no daemon"
+     "telemetry /twinlane/stats/classes, limit_packets 1 on an fq leaf under drr, on a" \
+     "running daemon; exit 3 with no daemon"

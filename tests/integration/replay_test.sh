@@ -10,11 +10,19 @@
 #   link_rate     --link-rate rescales the policy: the default policy's 50% inference shaper
 #                 is 50G at --link-rate 100G (not the 5G of the file's 10G port), so 8G of
 #                 inference keeps its latency bound and loses nothing
+#   tiny_limits   per-job fq leaves at the smallest limits `check` accepts (packets: 1;
+#                 bytes: 9216) replay and account for every packet (they crashed the
+#                 scheduler: SIGSEGV)
+#   outputs       an output that is an input (itself, through a symlink, a hard link; the
+#                 policy) or another output is refused before anything is written; a run that
+#                 fails leaves no output, and an older output stays whole
+#   compare_stdin --compare on stdin or a pipe is refused before anything runs (the second
+#                 discipline could not read it again); one discipline on stdin replays
 source "$(dirname "$0")/lib.sh"
 case_name=$1
-twinlane=$2
-pcaptool=$3
-policy=$4
+twinlane=$(realpath "$2")
+pcaptool=$(realpath "$3")
+policy=$(realpath "$4")
 
 "$twinlane" gen -o "$WORK/mix.pcap" --seed 11 --duration 50ms >/dev/null
 
@@ -124,6 +132,113 @@ assert p99 <= bound_us, (p99, bound_us)
 print(f"PASS: at --link-rate 100G inference p99 {p99:.2f} us <= {bound_us:.2f} us, "
       f"{inference['tx_packets']} packets, no drops")
 PY
+    ;;
+tiny_limits)
+    for limit in "packets: 1" "bytes: 9216" "packets: 2, bytes: 9216"; do
+        sed "s/limit: {packets: 4096, bytes: 8MiB}/limit: {$limit}/" "$policy" >"$WORK/tiny.yaml"
+        grep -q "limit: {$limit}" "$WORK/tiny.yaml" || fail "no per-job limit to edit in $policy"
+        "$twinlane" check -c "$WORK/tiny.yaml" >/dev/null || fail "check refuses limit {$limit}"
+        "$twinlane" --log-level warn replay -c "$WORK/tiny.yaml" -i "$WORK/mix.pcap" \
+            --report "$WORK/tiny.json" >/dev/null || fail "replay with limit {$limit} exited $?"
+        python3 - "$WORK/tiny.json" "$limit" <<'PY' || fail "tiny limit accounting"
+import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+dropped = sum(t["dropped"].values())
+assert t["rx_packets"] == t["tx_packets"] + dropped + t["queued_at_end"], t
+# An fq leaf of one packet (or one frame) makes room by pushing out its only packet.
+assert t["dropped"].get("fq_overflow", 0) > 0, t["dropped"]
+print(f"PASS: per-job limit {{{sys.argv[2]}}}: rx {t['rx_packets']} = tx {t['tx_packets']} + "
+      f"dropped {dropped} ({t['dropped']}) + queued {t['queued_at_end']}")
+PY
+    done
+    ;;
+outputs)
+    cd "$WORK"
+    cp mix.pcap keep.pcap
+    ln -s mix.pcap link.pcap
+    ln mix.pcap hard.pcap
+    cp "$policy" policy.yaml
+    cp policy.yaml policy.keep
+    cp mix.pcap mix.fifo.pcap
+    refused() {  # refused WHAT ARGS...: exit 2 and the message, nothing written, inputs whole
+        local what=$1 rc=0
+        shift
+        "$twinlane" --log-level warn replay -c policy.yaml "$@" >out.txt 2>err.txt || rc=$?
+        [ "$rc" -eq 2 ] || fail "$what: exit $rc, not 2: $(cat err.txt)"
+        grep -Eq "is the input|are the same file" err.txt || fail "$what: $(cat err.txt)"
+        cmp -s mix.pcap keep.pcap || fail "$what: the input pcap changed"
+        cmp -s policy.yaml policy.keep || fail "$what: the policy changed"
+        [ -z "$(ls -A | grep '^\.')" ] || fail "$what: left $(ls -A | grep '^\.')"
+        echo "PASS: $what refused: $(grep -Eo "'[^']*' (is the input|and).*" err.txt | head -1)"
+    }
+    refused "-o the input" -i mix.pcap -o mix.pcap
+    refused "-o a symlink to the input" -i mix.pcap -o link.pcap
+    refused "-o a hard link to the input" -i mix.pcap -o hard.pcap
+    refused "-o the input given as a symlink" -i link.pcap -o "$WORK/mix.pcap"
+    refused "--report the input" -i mix.pcap --report ./mix.pcap
+    refused "--report the policy" -i mix.pcap --report policy.yaml
+    refused "a --compare output that is the input" -i mix.fifo.pcap --compare fifo -o mix.pcap
+    refused "-o and --report on one file" -i mix.pcap -o same.out --report same.out
+    refused "-o and --report on one file per discipline" -i mix.pcap --compare fifo \
+        -o same.pcap --report same.pcap
+
+    # A replay that fails midway (a record length that cannot be, after 500 good records)
+    # leaves no output, and outputs of an earlier run stay as they were.
+    python3 - mix.pcap bad.pcap <<'PY'
+import struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+offset = 24
+for _ in range(500):
+    offset += 16 + struct.unpack_from("<I", data, offset + 8)[0]
+struct.pack_into("<II", data, offset + 8, 0x7FFFFFFF, 0x7FFFFFFF)
+open(sys.argv[2], "wb").write(data)
+PY
+    "$twinlane" --log-level warn replay -c policy.yaml -i mix.pcap -o out.pcap --report out.json \
+        >/dev/null || fail "a good replay failed"
+    cp out.pcap out.pcap.keep
+    cp out.json out.json.keep
+    for outputs in "-o out.pcap --report out.json" "-o new.pcap --report new.json" \
+                   "--compare fifo -o new.pcap --report new.json"; do
+        rc=0
+        # shellcheck disable=SC2086
+        "$twinlane" --log-level warn replay -c policy.yaml -i bad.pcap $outputs \
+            >/dev/null 2>err.txt || rc=$?
+        [ "$rc" -eq 2 ] || fail "replay of a broken pcap ($outputs) exited $rc: $(cat err.txt)"
+        cmp -s out.pcap out.pcap.keep && cmp -s out.json out.json.keep ||
+            fail "a failed replay ($outputs) changed the earlier outputs"
+        leftovers=$(ls -A | grep -E '^\.|^new\.' || true)
+        [ -z "$leftovers" ] || fail "a failed replay ($outputs) left: $leftovers"
+        echo "PASS: a failed replay ($outputs) left nothing behind: $(head -c 120 err.txt)"
+    done
+    # Written through a symlink: the link stays, its target gets the new file.
+    ln -s out.pcap out-link.pcap
+    "$twinlane" --log-level warn replay -c policy.yaml -i mix.pcap --discipline fifo \
+        -o out-link.pcap >/dev/null || fail "replay through a symlinked output"
+    [ -L out-link.pcap ] || fail "the output symlink was replaced by a file"
+    cmp -s out.pcap out.pcap.keep && fail "the symlink's target was not rewritten"
+    echo "PASS: an output through a symlink rewrites its target and keeps the link"
+    ;;
+compare_stdin)
+    cd "$WORK"
+    rc=0
+    timeout 60 "$twinlane" --log-level warn replay -c "$policy" -i - --compare fifo \
+        -o s.pcap --report s.json <mix.pcap >out.txt 2>err.txt || rc=$?
+    [ "$rc" -eq 2 ] || fail "--compare on stdin exited $rc: $(cat err.txt)"
+    grep -q "stdin ('-i -') cannot be read again" err.txt || fail "--compare on stdin: $(cat err.txt)"
+    [ ! -s out.txt ] && [ -z "$(ls -A | grep -E '^s\.|^\.')" ] ||
+        fail "--compare on stdin ran before refusing: $(cat out.txt; ls -A)"
+    mkfifo in.fifo
+    rc=0
+    timeout 60 "$twinlane" --log-level warn replay -c "$policy" -i in.fifo --compare fifo \
+        >out.txt 2>err.txt || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "'in.fifo' is not a regular file" err.txt ||
+        fail "--compare on a pipe exited $rc: $(cat err.txt)"
+    echo "PASS: --compare refuses stdin and pipes before running: $(head -c 150 err.txt)"
+    "$twinlane" --log-level warn replay -c "$policy" -i - --report s.json <mix.pcap >/dev/null ||
+        fail "one discipline on stdin"
+    [ "$(json_field s.json totals rx_packets)" -eq "$(python3 "$pcaptool" count mix.pcap)" ] ||
+        fail "stdin replay lost packets"
+    echo "PASS: one discipline replays stdin"
     ;;
 *)
     fail "unknown case $case_name"

@@ -107,15 +107,24 @@ TEST(PfcPriority, PcpElseDscpMap) {
     uint8_t tagged[18] = {};
     tagged[12] = 0x81;
     tagged[14] = 0x60 | 0x01;  // PCP 3, VLAN 0x1xx
-    EXPECT_EQ(packet_priority(tagged, 18, 0, map), 3);
+    EXPECT_EQ(packet_priority(tagged, 18, map), 3);
     tagged[12] = 0x88;
     tagged[13] = 0xA8;  // 802.1ad outer tag
     tagged[14] = 0xE0;
-    EXPECT_EQ(packet_priority(tagged, 18, 26, map), 7);
-    uint8_t untagged[18] = {};
-    untagged[12] = 0x08;
-    EXPECT_EQ(packet_priority(untagged, 18, 26, map), 3);
-    EXPECT_EQ(packet_priority(untagged, 18, 46, map), kNoPriority);
+    EXPECT_EQ(packet_priority(tagged, 18, map), 7);
+    uint8_t ipv4[18] = {};
+    ipv4[12] = 0x08;
+    ipv4[15] = 26 << 2 | 0x2;  // DSCP 26, ECT(0)
+    EXPECT_EQ(packet_priority(ipv4, 18, map), 3);
+    ipv4[15] = 46 << 2;
+    EXPECT_EQ(packet_priority(ipv4, 18, map), kNoPriority);
+    uint8_t ipv6[18] = {};
+    ipv6[12] = 0x86;
+    ipv6[13] = 0xDD;
+    ipv6[14] = 0x60 | (26 >> 2);  // version 6, traffic class 26 << 2
+    ipv6[15] = (26 & 3) << 6;
+    EXPECT_EQ(packet_priority(ipv6, 18, map), 3);
+    EXPECT_EQ(packet_priority(ipv6, 15, map), kNoPriority);  // too short to read
 }
 
 std::array<PriorityThresholds, kPriorities> prio3(uint64_t xoff, uint64_t xon) {

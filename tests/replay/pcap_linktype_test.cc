@@ -20,127 +20,17 @@
 #include "conf/load_policy.h"
 #include "conf/policy.h"
 #include "replay/pcap_io.h"
+#include "tests/replay/capture_bytes.h"
 #include "tests/replay/temp_dir_test.h"
 
 namespace twinlane::replay {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-
-// Link types as written in files (LINKTYPE_ values).
-constexpr uint32_t kLinktypeNull = 0;
-constexpr uint32_t kLinktypeRaw = 101;
-constexpr uint32_t kLinktypeIeee80211 = 105;
-constexpr uint32_t kLinktypeLoop = 108;
-constexpr uint32_t kLinktypeLinuxSll = 113;
-constexpr uint32_t kLinktypeIpv4 = 228;
-constexpr uint32_t kLinktypeIpv6 = 229;
-constexpr uint32_t kLinktypeLinuxSll2 = 276;
-// libpcap reports LINKTYPE_RAW as DLT_RAW, 12 on Linux.
-constexpr int kDltRaw = 12;
+using namespace testing::capture;
 
 const Bytes kDestinationMac = {0x02, 0, 0, 0, 0, 0x01};
 const Bytes kDefaultSourceMac = {0x02, 0, 0, 0, 0, 0x02};
 const Bytes kSenderMac = {0x3c, 0xfd, 0xfe, 0x12, 0x34, 0x56};
-
-enum class ByteOrder { little, big };
-enum class Resolution { microsecond, nanosecond };
-
-// A classic pcap written field by field in the chosen byte order.
-class PcapFileBytes {
-  public:
-    PcapFileBytes(uint32_t link_type, ByteOrder order, Resolution resolution,
-                  uint32_t snap_length = 65535)
-        : order_(order) {
-        put32(resolution == Resolution::nanosecond ? 0xA1B23C4D : 0xA1B2C3D4);
-        put16(2);
-        put16(4);
-        put32(0);  // thiszone
-        put32(0);  // sigfigs
-        put32(snap_length);
-        put32(link_type);
-    }
-
-    // `wire_length` 0 means the captured size.
-    PcapFileBytes& record(uint32_t seconds, uint32_t fraction, const Bytes& captured,
-                          uint32_t wire_length = 0) {
-        put32(seconds);
-        put32(fraction);
-        put32(static_cast<uint32_t>(captured.size()));
-        put32(wire_length == 0 ? static_cast<uint32_t>(captured.size()) : wire_length);
-        bytes_.insert(bytes_.end(), captured.begin(), captured.end());
-        return *this;
-    }
-
-    void write(const std::string& path) const {
-        std::ofstream out(path, std::ios::binary);
-        out.write(reinterpret_cast<const char*>(bytes_.data()),
-                  static_cast<std::streamsize>(bytes_.size()));
-    }
-
-  private:
-    void put16(uint16_t v) {
-        if (order_ == ByteOrder::big) {
-            bytes_.push_back(static_cast<uint8_t>(v >> 8));
-            bytes_.push_back(static_cast<uint8_t>(v));
-        } else {
-            bytes_.push_back(static_cast<uint8_t>(v));
-            bytes_.push_back(static_cast<uint8_t>(v >> 8));
-        }
-    }
-    void put32(uint32_t v) {
-        if (order_ == ByteOrder::big) {
-            put16(static_cast<uint16_t>(v >> 16));
-            put16(static_cast<uint16_t>(v));
-        } else {
-            put16(static_cast<uint16_t>(v));
-            put16(static_cast<uint16_t>(v >> 16));
-        }
-    }
-
-    ByteOrder order_;
-    Bytes bytes_;
-};
-
-Bytes concat(std::initializer_list<Bytes> parts) {
-    Bytes all;
-    for (const Bytes& part : parts)
-        all.insert(all.end(), part.begin(), part.end());
-    return all;
-}
-
-Bytes big16(uint16_t v) {
-    return {static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)};
-}
-Bytes big32(uint32_t v) {
-    return concat({big16(static_cast<uint16_t>(v >> 16)), big16(static_cast<uint16_t>(v))});
-}
-Bytes little32(uint32_t v) {
-    return {static_cast<uint8_t>(v), static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v >> 16),
-            static_cast<uint8_t>(v >> 24)};
-}
-
-Bytes pattern(size_t length, uint8_t seed) {
-    Bytes bytes(length);
-    for (size_t i = 0; i < length; ++i)
-        bytes[i] = static_cast<uint8_t>(seed + i * 13);
-    return bytes;
-}
-
-// IPv4 + UDP from 10.1.2.3:40000 to 10.4.5.6:`dst_port` with `payload_bytes` of pattern.
-Bytes ipv4_udp(uint16_t dst_port, size_t payload_bytes) {
-    const auto total = static_cast<uint16_t>(20 + 8 + payload_bytes);
-    return concat({{0x45, 0x00},
-                   big16(total),
-                   {0x12, 0x34, 0x40, 0x00, 64, 17, 0, 0},
-                   {10, 1, 2, 3},
-                   {10, 4, 5, 6},
-                   big16(40000),
-                   big16(dst_port),
-                   big16(static_cast<uint16_t>(8 + payload_bytes)),
-                   {0, 0},
-                   pattern(payload_bytes, 7)});
-}
 
 // IPv6 + UDP from fd00::1 to fd00::2, port 50051, with `payload_bytes` of pattern.
 Bytes ipv6_udp(size_t payload_bytes) {
@@ -456,34 +346,12 @@ TEST_F(PcapLinkTypeTest, UnsupportedLinkTypeNamesItAndTheSupportedOnes) {
 // A pcapng file whose second interface has another link type (tcpdump -i any next to -i eth0):
 // libpcap cannot read it as one stream; the error says so and how to split it, not "corrupt".
 TEST_F(PcapLinkTypeTest, PcapngInterfacesOfTwoLinkTypesAreALimitNotDamage) {
-    std::vector<uint8_t> bytes;
-    auto u16 = [&](uint16_t v) { bytes.insert(bytes.end(), {uint8_t(v), uint8_t(v >> 8)}); };
-    auto u32 = [&](uint32_t v) { u16(uint16_t(v)); u16(uint16_t(v >> 16)); };
-    auto block = [&](uint32_t type, const std::vector<uint8_t>& body) {
-        u32(type);
-        u32(uint32_t(12 + body.size()));
-        bytes.insert(bytes.end(), body.begin(), body.end());
-        u32(uint32_t(12 + body.size()));
-    };
-    auto le = [](std::initializer_list<uint32_t> words) {
-        std::vector<uint8_t> out;
-        for (uint32_t w : words)
-            for (int k = 0; k < 4; ++k) out.push_back(uint8_t(w >> (8 * k)));
-        return out;
-    };
-    block(0x0A0D0D0A, le({0x1A2B3C4D, 0x00000001, 0xFFFFFFFF, 0xFFFFFFFF}));  // section header
-    block(1, le({1, 65535}));                                            // interface 0: Ethernet
-    auto packet = [&](uint32_t interface) {
-        std::vector<uint8_t> body = le({interface, 0, 1, 60, 60});
-        const std::vector<uint8_t> frame = pattern(60, 3);
-        body.insert(body.end(), frame.begin(), frame.end());
-        block(6, body);
-    };
-    packet(0);
-    block(1, le({113, 65535}));  // interface 1: Linux cooked
-    packet(1);
-    std::ofstream(path("two.pcapng"), std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    PcapngFileBytes()
+        .interface(1, 65535)  // interface 0: Ethernet
+        .packet(0, 1, pattern(60, 3))
+        .interface(kLinktypeLinuxSll, 65535)  // interface 1: Linux cooked
+        .packet(1, 1, pattern(60, 3))
+        .write(path("two.pcapng"));
     PcapReader reader(path("two.pcapng"));
     PcapRecord record;
     ASSERT_TRUE(reader.next(record));
@@ -495,6 +363,38 @@ TEST_F(PcapLinkTypeTest, PcapngInterfacesOfTwoLinkTypesAreALimitNotDamage) {
         EXPECT_EQ(message.find("corrupt"), std::string::npos) << message;
         EXPECT_NE(message.find("two.pcapng"), std::string::npos) << message;
         EXPECT_NE(message.find("share one link type"), std::string::npos) << message;
+    }
+}
+
+// Two raw IP interfaces (a tun and a WireGuard interface) share one link type, but libpcap 1.10
+// compares the first one's DLT value (12) with the second one's LINKTYPE value (101) and
+// refuses the file. The error must not tell the user the types differ or to split the file:
+// the file is fine, and a classic pcap (editcap -F pcap) holds it.
+TEST_F(PcapLinkTypeTest, PcapngWithTwoRawInterfacesIsRefusedWithTheRightAdvice) {
+    const Bytes v4 = ipv4_udp(50051, 20);
+    PcapngFileBytes()
+        .interface(kLinktypeRaw, 65535)
+        .packet(0, 1, v4)
+        .interface(kLinktypeRaw, 65535)
+        .packet(1, 2, v4)
+        .write(path("tun.pcapng"));
+    PcapReader reader(path("tun.pcapng"));
+    EXPECT_EQ(reader.link_type(), kDltRaw);
+    PcapRecord record;
+    ASSERT_TRUE(reader.next(record));
+    EXPECT_EQ(bytes_of(record), ethernet(kDefaultSourceMac, 0x0800, v4));
+    try {
+        while (reader.next(record)) {
+        }
+        // A libpcap that reads it is as good: then the second record came through.
+        EXPECT_EQ(reader.records_read(), 2u);
+    } catch (const PcapError& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find("tun.pcapng"), std::string::npos) << message;
+        EXPECT_NE(message.find("all raw IP"), std::string::npos) << message;
+        EXPECT_NE(message.find("editcap -F pcap"), std::string::npos) << message;
+        EXPECT_EQ(message.find("split"), std::string::npos) << message;
+        EXPECT_EQ(message.find("corrupt"), std::string::npos) << message;
     }
 }
 

@@ -81,6 +81,26 @@ def main():
         assert result.returncode == 0, result.stderr
         check_png(os.path.join(out, "slo_windows.png"))
 
+        # PFC pause intervals are shaded on the throughput plot; malformed ones are skipped.
+        lossless = full_report("twinlane", 5.0)
+        lossless["pfc"] = [{"priority": 3,
+                            "sender_paused_intervals_ms": [[10.0, 12.5], [20.0, "x"], [30]],
+                            "egress_held_intervals_ms": [[40.0, 42.0]]},
+                           {"priority": 4, "egress_held_intervals_ms": "bad"}, "junk"]
+        path = os.path.join(tmp, "lossless.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(lossless, handle)
+        shaded = os.path.join(tmp, "shaded")
+        result = run(script, [path, "--out-dir", shaded])
+        assert result.returncode == 0, result.stderr
+        plain = os.path.join(tmp, "plain")
+        result = run(script, [paths[0], "--out-dir", plain])
+        assert result.returncode == 0, result.stderr
+        check_png(os.path.join(shaded, "throughput.png"))
+        with open(os.path.join(shaded, "throughput.png"), "rb") as a, \
+                open(os.path.join(plain, "throughput.png"), "rb") as b:
+            assert a.read() != b.read(), "pause intervals did not change the throughput plot"
+
         # Only percentiles: the CDF and p99 plots are drawn, throughput is skipped.
         sparse = os.path.join(tmp, "sparse.json")
         with open(sparse, "w", encoding="utf-8") as handle:

@@ -1,0 +1,207 @@
+#include "replay/lossless_model.h"
+
+#include <algorithm>
+
+namespace twinlane::replay {
+namespace {
+
+pfc::PauseFrame pause_frame(uint8_t priority, uint16_t quanta) {
+    pfc::PauseFrame f;
+    f.class_enable = static_cast<uint8_t>(1u << priority);
+    f.quanta[priority] = quanta;
+    return f;
+}
+
+uint64_t wire_ns(uint32_t bytes, uint64_t rate_bps) {
+    // What the frame takes on the sender's link: its bytes plus preamble, FCS and gap (24).
+    return rate_bps == 0 ? 0
+                         : ((uint64_t{bytes} + 24) * 8'000'000'000ULL + rate_bps - 1) / rate_bps;
+}
+
+}  // namespace
+
+LosslessModel::LosslessModel(const LosslessOptions& options)
+    : options_(options),
+      generator_(options.thresholds, options.ingress_rate_bps),
+      receiver_(options.egress_rate_bps, options.watchdog) {
+    // The egress peer pauses as a switch does: the longest pause, refreshed at half its length
+    // while it lasts, then XON.
+    const uint64_t longest = pfc::pause_ns(pfc::kMaxQuanta, options.egress_rate_bps);
+    for (const InjectedPause& p : options.pauses) {
+        const uint64_t end = p.at_ns + p.duration_ns;
+        for (uint64_t t = p.at_ns; t < end; t += std::max<uint64_t>(longest / 2, 1)) {
+            const uint64_t left = end - t;
+            const uint64_t quanta = std::min<uint64_t>(
+                pfc::kMaxQuanta,
+                (left * options.egress_rate_bps + 512'000'000'000ULL - 1) / 512'000'000'000ULL);
+            peer_frames_.emplace_back(t, pause_frame(p.priority, static_cast<uint16_t>(quanta)));
+        }
+        peer_frames_.emplace_back(end, pause_frame(p.priority, 0));
+    }
+    std::stable_sort(peer_frames_.begin(), peer_frames_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+uint8_t LosslessModel::tag(uint8_t class_id, const uint8_t* frame, uint32_t readable) const {
+    if (!options_.enabled || class_id >= options_.class_priority.size()) return 0;
+    const uint8_t bound = options_.class_priority[class_id];
+    if (bound == pfc::kNoPriority) return 0;
+    return pfc::packet_priority(frame, readable, options_.dscp_priority) == bound
+               ? static_cast<uint8_t>(bound + 1)
+               : 0;
+}
+
+bool LosslessModel::holds(const uint8_t* frame, uint32_t readable, uint64_t sent_ns) {
+    if (!options_.enabled) return false;
+    const uint8_t p = pfc::packet_priority(frame, readable, options_.dscp_priority);
+    if (p == pfc::kNoPriority || !options_.thresholds[p].lossless) return false;
+    const Sender& s = senders_[p];
+    return (s.paused && sent_ns >= s.paused_from_ns) || !s.held.empty();
+}
+
+void LosslessModel::hold(const uint8_t* frame, uint32_t readable, uint32_t wire_length,
+                         uint64_t sent_ns) {
+    const uint8_t p = pfc::packet_priority(frame, readable, options_.dscp_priority);
+    Sender& s = senders_[p];
+    s.held.push_back(Held{sent_ns, wire_length, std::vector<uint8_t>(frame, frame + readable)});
+    ++s.packets_held;
+}
+
+void LosslessModel::enter(uint8_t tag, uint32_t bytes, uint64_t now_ns) {
+    if (tag != 0) occupancy_[tag - 1] += bytes;
+    update(now_ns);
+}
+
+void LosslessModel::leave(uint8_t tag, uint32_t bytes, uint64_t now_ns) {
+    if (tag != 0) occupancy_[tag - 1] -= std::min<uint64_t>(occupancy_[tag - 1], bytes);
+    update(now_ns);
+}
+
+void LosslessModel::update(uint64_t now_ns) {
+    if (!generator_.enabled()) return;
+    const std::optional<pfc::PauseFrame> frame = generator_.update(occupancy_, now_ns);
+    if (!frame) return;
+    for (uint32_t p = 0; p < pfc::kPriorities; ++p) {
+        if (!frame->speaks_for(p)) continue;
+        Sender& s = senders_[p];
+        ++s.frames;
+        if (frame->quanta[p] != 0 && !s.paused) {
+            s.paused = true;
+            s.xoff_at_ns = now_ns;
+            s.paused_from_ns = now_ns + options_.sender_reaction_ns;
+        } else if (frame->quanta[p] == 0 && s.paused) {
+            s.paused = false;
+            s.paused_ns += now_ns - s.xoff_at_ns;
+            if (s.intervals.size() < kMaxIntervals) s.intervals.emplace_back(s.xoff_at_ns, now_ns);
+            s.resume_at_ns = now_ns + options_.sender_reaction_ns;
+            resumed_ = true;
+        }
+    }
+}
+
+uint64_t LosslessModel::next_release_ns() const {
+    uint64_t next = UINT64_MAX;
+    for (const Sender& s : senders_) {
+        if (s.paused || s.held.empty()) continue;
+        next = std::min(next, std::max({s.resume_at_ns, s.free_ns, s.held.front().sent_ns}));
+    }
+    return next;
+}
+
+LosslessModel::Held LosslessModel::release(uint64_t now_ns) {
+    for (Sender& s : senders_) {
+        if (s.paused || s.held.empty()) continue;
+        if (std::max({s.resume_at_ns, s.free_ns, s.held.front().sent_ns}) != now_ns) continue;
+        Held h = std::move(s.held.front());
+        s.held.pop_front();
+        s.free_ns = now_ns + wire_ns(h.wire_length, options_.ingress_rate_bps);
+        s.max_delay_ns = std::max(s.max_delay_ns, now_ns - h.sent_ns);
+        return h;
+    }
+    return Held{};  // not reached: the caller asks at next_release_ns()
+}
+
+uint64_t LosslessModel::next_peer_frame_ns() const {
+    return next_peer_frame_ < peer_frames_.size() ? peer_frames_[next_peer_frame_].first
+                                                  : UINT64_MAX;
+}
+
+bool LosslessModel::peer_until(uint64_t now_ns) {
+    bool changed = false;
+    while (next_peer_frame_ < peer_frames_.size() &&
+           peer_frames_[next_peer_frame_].first <= now_ns) {
+        const auto& [at, frame] = peer_frames_[next_peer_frame_++];
+        receiver_.tick(at);
+        note_holds(at);
+        receiver_.on_frame(frame, at);
+        note_holds(at);
+        changed = true;
+    }
+    changed = receiver_.tick(now_ns) || changed;
+    note_holds(now_ns);
+    if (changed) {
+        storm_drop_lanes_ = 0;
+        for (uint32_t p = 0; p < pfc::kPriorities; ++p) {
+            if (!receiver_.storm(p) || options_.watchdog.action != pfc::StormAction::drop) continue;
+            for (uint32_t lane = 0; lane < options_.class_priority.size(); ++lane)
+                if (options_.class_priority[lane] == p) storm_drop_lanes_ |= 1u << lane;
+        }
+    }
+    return changed;
+}
+
+void LosslessModel::note_holds(uint64_t now_ns) {
+    for (uint32_t p = 0; p < pfc::kPriorities; ++p) {
+        const uint64_t until = receiver_.paused_until(p);
+        if (until != 0) {
+            if (held_until_[p] == 0) held_since_[p] = now_ns;
+            held_until_[p] = until;
+        } else if (held_until_[p] != 0) {
+            // Ended by XON or a storm (now) or by expiry (its time, at most now).
+            if (held_[p].size() < kMaxIntervals)
+                held_[p].emplace_back(held_since_[p], std::min(now_ns, held_until_[p]));
+            held_until_[p] = 0;
+        }
+    }
+}
+
+namespace {
+
+nlohmann::json intervals_ms(const std::vector<std::pair<uint64_t, uint64_t>>& intervals,
+                            uint64_t open_since_ns, uint64_t end_ns) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [from, to] : intervals)
+        out.push_back({static_cast<double>(from) / 1e6, static_cast<double>(to) / 1e6});
+    if (open_since_ns != UINT64_MAX)
+        out.push_back({static_cast<double>(open_since_ns) / 1e6, static_cast<double>(end_ns) / 1e6});
+    return out;
+}
+
+}  // namespace
+
+nlohmann::json LosslessModel::report(uint64_t end_ns) const {
+    nlohmann::json out = nlohmann::json::array();
+    for (uint32_t p = 0; p < pfc::kPriorities; ++p) {
+        if (!options_.thresholds[p].lossless && receiver_.frames(p) == 0) continue;
+        const Sender& s = senders_[p];
+        const uint64_t sender_paused = s.paused_ns + (s.paused ? end_ns - s.xoff_at_ns : 0);
+        out.push_back(
+            {{"priority", p},
+             {"pause_frames_sent", s.frames},
+             {"sender_paused_ms", static_cast<double>(sender_paused) / 1e6},
+             {"packets_held", s.packets_held},
+             {"still_held", s.held.size()},  // not yet sent when the replay ended
+             {"max_sender_delay_us", static_cast<double>(s.max_delay_ns) / 1e3},
+             {"pause_frames_received", receiver_.frames(p)},
+             {"egress_paused_ms", static_cast<double>(receiver_.paused_ns(p, end_ns)) / 1e6},
+             {"storms", receiver_.storms(p)},
+             {"sender_paused_intervals_ms",
+              intervals_ms(s.intervals, s.paused ? s.xoff_at_ns : UINT64_MAX, end_ns)},
+             {"egress_held_intervals_ms",
+              intervals_ms(held_[p], held_until_[p] != 0 ? held_since_[p] : UINT64_MAX,
+                           std::min(end_ns, held_until_[p]))}});
+    }
+    return out;
+}
+
+}  // namespace twinlane::replay
