@@ -14,6 +14,11 @@
 //   uint8_t pfc_tag(Item) const       its PFC account (admission/lanes.h), 0 if none
 //   void dropped(const sched::DroppedPacket*, uint32_t count)   what enqueue refused
 //
+// With an SLO governor (slo/governor.h) for the tree, packets of a governed class are shown to
+// it before they are enqueued (it counts their flows, may act on pressure, and places the
+// packets of downgraded flows in the lower class), and a reclassified flow moves from where
+// the governor has it. Without one (nullptr), nothing of that runs.
+//
 // Single-threaded (the scheduler's owner); no allocation: the scratch arrays are the caller's.
 #pragma once
 
@@ -24,6 +29,7 @@
 #include "admission/leaf_map.h"
 #include "classifier/result.h"
 #include "sched/scheduler.h"
+#include "slo/governor.h"
 
 namespace twinlane::admission {
 
@@ -35,14 +41,16 @@ class SchedulerAdmission {
     // `scratch` and `drops` hold at least as many packets as one admit() is given.
     SchedulerAdmission(sched::Scheduler& scheduler, const LeafMap& leaves, uint32_t lane_count,
                        Source& source, std::span<sched::Packet> scratch,
-                       std::span<sched::DroppedPacket> drops, uint64_t now_ns)
+                       std::span<sched::DroppedPacket> drops, uint64_t now_ns,
+                       slo::SloGovernor* governor = nullptr)
         : scheduler_(scheduler),
           leaves_(leaves),
           lane_count_(lane_count),
           source_(source),
           scratch_(scratch),
           drops_(drops),
-          now_ns_(now_ns) {}
+          now_ns_(now_ns),
+          governor_(governor) {}
 
     void admit(uint8_t lane, const Item* items, uint32_t n) {
         sched::Packet* pkts = scratch_.data();
@@ -53,6 +61,11 @@ class SchedulerAdmission {
             source_.describe(pkts[i], items[i]);
             place(pkts[i], lane, source_.classified(items[i]), source_.pfc_tag(items[i]));
         }
+        if (governor_ != nullptr && governor_->governs(lane)) [[unlikely]] {
+            governor_->admit(
+                lane, pkts, n, [&](uint32_t i) { return source_.classified(items[i]).job_id; },
+                now_ns_);
+        }
         enqueue(pkts, n);
     }
 
@@ -61,12 +74,19 @@ class SchedulerAdmission {
     template <typename Classified>
     void admit_one(uint8_t lane, sched::Packet& packet, const Classified& c, uint8_t pfc_tag) {
         place(packet, lane, c, pfc_tag);
+        if (governor_ != nullptr && governor_->governs(lane)) [[unlikely]]
+            governor_->admit(lane, &packet, 1, [&](uint32_t) { return c.job_id; }, now_ns_);
         enqueue(&packet, 1);
     }
 
     void reclassified(uint8_t lane, Item item) {
         const auto& c = source_.classified(item);
         const uint8_t old_lane = lane_of(c.previous_class, lane_count_);
+        if (governor_ != nullptr && governor_->bound()) {
+            governor_->follow_reclassification(old_lane, source_.previous_job(item), lane,
+                                               c.job_id, c.flow_hash);
+            return;
+        }
         scheduler_.move_flow(leaves_.leaf(old_lane, source_.previous_job(item)),
                              leaves_.leaf(lane, c.job_id), c.flow_hash);
     }
@@ -80,7 +100,10 @@ class SchedulerAdmission {
     }
     void enqueue(sched::Packet* pkts, uint32_t n) {
         const uint32_t accepted = scheduler_.enqueue(pkts, n, now_ns_, drops_.data());
-        if (accepted != n) source_.dropped(drops_.data(), n - accepted);
+        if (accepted != n) {
+            if (governor_ != nullptr) governor_->dropped(drops_.data(), n - accepted);
+            source_.dropped(drops_.data(), n - accepted);
+        }
     }
 
     sched::Scheduler& scheduler_;
@@ -90,6 +113,7 @@ class SchedulerAdmission {
     std::span<sched::Packet> scratch_;
     std::span<sched::DroppedPacket> drops_;
     const uint64_t now_ns_;
+    slo::SloGovernor* const governor_;
 };
 
 }  // namespace twinlane::admission

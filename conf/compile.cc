@@ -156,6 +156,58 @@ CompiledPfc compile_pfc(const Policy& policy) {
     return out;
 }
 
+const TreeNode* class_entry(const TreeNode& node, size_t class_index) {
+    if (node.class_index == class_index) return &node;
+    for (const TreeNode& child : node.children)
+        if (const TreeNode* found = class_entry(child, class_index)) return found;
+    return nullptr;
+}
+
+slo::Percentile to_slo(SloPercentile p) {
+    switch (p) {
+        case SloPercentile::p50: return slo::Percentile::p50;
+        case SloPercentile::p90: return slo::Percentile::p90;
+        case SloPercentile::p99: return slo::Percentile::p99;
+        case SloPercentile::p999: return slo::Percentile::p999;
+    }
+    return slo::Percentile::p99;
+}
+
+slo::SloTreeSpec compile_slo(const Policy& policy, const EgressTree& tree) {
+    const PortPolicy& port = policy.ports[tree.port];
+    slo::SloTreeSpec out;
+    out.link_bps = port.rate_bits_per_sec;
+    out.max_frame_bytes = port.max_frame_bytes();
+    for (size_t cls = 0; cls < policy.classes.size(); ++cls) {
+        const std::optional<SloPolicy>& slo = policy.classes[cls].slo;
+        if (!slo) continue;
+        const TreeNode* entry = class_entry(tree.root, cls);
+        if (entry == nullptr) continue;
+        slo::SloClassSpec s;
+        s.class_id = static_cast<uint8_t>(cls);
+        s.class_name = policy.classes[cls].name;
+        s.window_ns = slo->window_ns;
+        s.has_latency = slo->percentile.has_value();
+        if (slo->percentile) s.percentile = to_slo(*slo->percentile);
+        s.target_ns = slo->target_ns;
+        s.min_share_ppm = slo->min_share_ppm.value_or(0);
+        s.cap_node = entry->name;
+        if (cls < tree.slo_caps.size() && tree.slo_caps[cls]) {
+            s.adapt_cap = true;
+            s.cap_min_bps = tree.slo_caps[cls]->min_bits_per_sec;
+            s.cap_max_bps = tree.slo_caps[cls]->max_bits_per_sec;
+        }
+        if (slo->downgrade) {
+            s.downgrade = true;
+            s.downgrade_class = static_cast<uint8_t>(slo->downgrade->class_index);
+            s.downgrade_class_name = policy.classes[slo->downgrade->class_index].name;
+            s.quiet_ns = slo->downgrade->quiet_ns;
+        }
+        out.classes.push_back(std::move(s));
+    }
+    return out;
+}
+
 classifier::IpPrefix to_classifier(const IpPrefix& prefix) {
     return classifier::IpPrefix{
         .ip_version = prefix.version, .address = prefix.address, .length = prefix.length};
@@ -281,6 +333,7 @@ CompiledPolicy compile_policy(const Policy& policy, std::span<const uint16_t> dp
             static_cast<uint8_t>(policy.classifier.heuristics.default_class));
         egress.tree.default_leaf =
             leaf_name(egress.tree, static_cast<uint16_t>(fallback.first_leaf + fallback.leaf_count - 1));
+        egress.slo = compile_slo(policy, tree);
         if (auto error = sched::validate(egress.tree)) {
             out.errors.push_back("compile: tree of port '" + port.name +
                                  "': " + error->to_string());

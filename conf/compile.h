@@ -11,6 +11,8 @@
 //  - max_packet_bytes is the port's largest frame (PortPolicy::max_frame_bytes); DRR quanta
 //    are weight x that.
 //  - Where each class enters a tree is an admission::LeafMap: O(1) per packet.
+//  - A class's `slo` becomes an slo::SloClassSpec of each tree it enters, naming the node it
+//    enters at (whose shaper adapt_cap moves), its bounds resolved on that port.
 //  - A heuristic absent from the policy is off (the classifier's built-in defaults are not
 //    used for anything the policy file can say).
 //  - Classifier rules name ports by DPDK port id: the caller passes the id of each policy port
@@ -33,6 +35,7 @@
 #include "pfc/pause_receiver.h"
 #include "pfc/priority.h"
 #include "sched/tree_spec.h"
+#include "slo/slo_spec.h"
 
 namespace twinlane::conf {
 
@@ -49,6 +52,7 @@ struct CompiledEgress {
     size_t port = 0;  // index into Policy::ports
     sched::TreeSpec tree;
     admission::LeafMap leaves;  // (class, job) -> the sched leaf id (sched::Packet::leaf)
+    slo::SloTreeSpec slo;       // the classes' latency objectives on this tree (may be empty)
     // Lossless classes on this tree: the priority each lane's class is bound to (kNoPriority if
     // lossy), the node a pause of priority p holds (the class's entry node; -1: none), and the
     // (ingress, priority) accounts of packets entering it.

@@ -161,12 +161,13 @@ void PolicyLoader::read_classes(const Field& field) {
     }
     for (const Field& item : *items) {
         std::optional<std::string> name;
+        std::optional<SloFields> slo_field;
         Field name_field = item;
         std::optional<LosslessPolicy> lossless;
         if (item.node.IsScalar()) {  // "- inference" is short for "- name: inference"
             name = read_name(item, errors_);
         } else {
-            const MapFields map(item, {"name", "description", "lossless"}, errors_);
+            const MapFields map(item, {"name", "description", "lossless", "slo"}, errors_);
             if (auto f = map.require("name")) {
                 name_field = *f;
                 name = read_name(*f, errors_);
@@ -176,14 +177,17 @@ void PolicyLoader::read_classes(const Field& field) {
                 lossless_fields_.emplace(policy_.classes.size(), *f);
                 lossless = read_lossless(*f);
             }
+            if (auto slo = map.get("slo")) slo_field = SloFields{*slo, {}, {}};
         }
         if (name &&
             std::find(class_names_.begin(), class_names_.end(), *name) != class_names_.end()) {
             errors_.add(name_field.mark, name_field.path, "duplicate class name '" + *name + "'");
         }
         class_names_.push_back(name.value_or(""));
-        policy_.classes.push_back(ClassPolicy{name.value_or(""), lossless});
+        policy_.classes.push_back(ClassPolicy{name.value_or(""), lossless, std::nullopt});
+        slo_fields_.push_back(std::move(slo_field));
     }
+    read_class_slos();  // a downgrade names a class: once every name is known
 }
 
 // ---- forwarding -----------------------------------------------------------------------------

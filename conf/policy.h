@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "conf/policy_error.h"
+#include "conf/units.h"
 
 namespace twinlane::conf {
 
@@ -104,9 +105,33 @@ struct LosslessPolicy {
     std::optional<uint64_t> headroom_bytes;  // nullopt: computed per ingress port ("auto")
 };
 
+// A class's latency objective and what the gateway does about it (conf/README.md, "slo").
+enum class SloPercentile { p50, p90, p99, p999 };
+
+struct SloCapPolicy {  // adapt_cap: the class's shaper moves between these
+    RateSpec min;      // as written: absolute, or a share of the parent's rate (per port)
+    RateSpec max;
+};
+
+struct SloDowngradePolicy {
+    size_t class_index = 0;  // the lower class the heaviest flows go to
+    uint64_t quiet_ns = 0;   // met this long before they return (0: the class's window)
+};
+
+struct SloPolicy {
+    std::optional<SloPercentile> percentile;  // with target_ns; absent: min_share only
+    uint64_t target_ns = 0;
+    uint64_t window_ns = 10'000'000;
+    std::optional<uint32_t> min_share_ppm;  // throughput floor, share of the port rate
+    std::optional<SloCapPolicy> adapt_cap;
+    std::optional<SloDowngradePolicy> downgrade;
+    bool alert = false;  // written `alert: true`: measure and export only (no action keys)
+};
+
 struct ClassPolicy {
     std::string name;  // also the lane: one ring per (egress port, class), in listed order
     std::optional<LosslessPolicy> lossless;
+    std::optional<SloPolicy> slo;
 };
 
 enum class NodeKind { strict, drr, fq, fifo };
@@ -170,9 +195,17 @@ struct TreeNode {
     bool is_leaf() const { return kind == NodeKind::fq || kind == NodeKind::fifo; }
 };
 
+// A class's adapt_cap on one egress tree, resolved at the port's rate.
+struct SloCapRates {
+    uint64_t min_bits_per_sec = 0;
+    uint64_t max_bits_per_sec = 0;
+};
+
 struct EgressTree {
     size_t port = 0;  // index into Policy::ports
     TreeNode root;    // root.rate_bits_per_sec <= the port rate
+    // By class index: the adapt_cap bounds of classes that have one (conf/load_slo.cc).
+    std::vector<std::optional<SloCapRates>> slo_caps;
 };
 
 struct IpPrefix {

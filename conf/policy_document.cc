@@ -123,6 +123,28 @@ json lcores_document(const Policy& policy) {
     return {{"rx", std::move(rx)}, {"scheduler", std::move(scheduler)}};
 }
 
+std::string rate_written(const RateSpec& rate) {
+    return rate.is_share ? percent_text(rate.share_ppm) : rate_text(rate.bits_per_sec);
+}
+
+// A class's slo as written (adapt_cap shares stay shares: they are resolved per port).
+json slo_document(const Policy& policy, const SloPolicy& slo) {
+    static constexpr const char* kPercentileKeys[] = {"p50", "p90", "p99", "p999"};
+    json out = json::object();
+    if (slo.percentile)
+        out[kPercentileKeys[static_cast<size_t>(*slo.percentile)]] = duration_text(slo.target_ns);
+    out["window"] = duration_text(slo.window_ns);
+    if (slo.min_share_ppm) out["min_share"] = percent_text(*slo.min_share_ppm);
+    if (slo.adapt_cap)
+        out["adapt_cap"] = {{"min", rate_written(slo.adapt_cap->min)},
+                            {"max", rate_written(slo.adapt_cap->max)}};
+    if (slo.downgrade)
+        out["downgrade"] = {{"to", policy.classes[slo.downgrade->class_index].name},
+                            {"quiet", duration_text(slo.downgrade->quiet_ns)}};
+    if (slo.alert) out["alert"] = true;
+    return out;
+}
+
 json heuristics_document(const Policy& policy) {
     const HeuristicsPolicy& h = policy.classifier.heuristics;
     auto class_name = [&](size_t index) { return policy.classes[index].name; };
@@ -293,6 +315,7 @@ json policy_document(const Policy& policy) {
                                  {"headroom", l.headroom_bytes ? json(*l.headroom_bytes)
                                                                : json("auto")}};
         }
+        if (cls.slo) entry["slo"] = slo_document(policy, *cls.slo);
         classes.push_back(std::move(entry));
     }
     doc["classes"] = std::move(classes);

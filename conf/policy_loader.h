@@ -4,6 +4,7 @@
 //   load_policy.cc      file reading and bounds, YAML parsing and its bounds, the document's
 //                       sections in dependency order, error ordering
 //   load_ports.cc       ports (devices, rates, queues, TX budget), classes, forwarding
+//   load_slo.cc         classes' latency objectives, resolved per egress port
 //   load_lcores.cc      lcore roles
 //   load_tree.cc        scheduling trees as written (node keys, leaves, per_job, children)
 //   resolve_tree.cc     trees placed on their egress ports: percentages and time budgets
@@ -83,6 +84,11 @@ class PolicyLoader {
     void read_classes(const Field& field);
     void read_forwarding(const Field& field);
 
+    // load_slo.cc
+    void read_class_slos();
+    std::optional<SloPolicy> read_slo(const Field& field, size_t class_index);
+    void resolve_slos();
+
     // load_lcores.cc
     void read_lcores(const Field& field);
     void read_rx_lcores(const Field& field, std::set<uint32_t>& used_lcores);
@@ -152,6 +158,13 @@ class PolicyLoader {
     // does not also make every reference to it "unknown".
     std::vector<std::string> port_names_;
     std::vector<std::string> class_names_;
+    // Each class's `slo:` and the keys that per-port checks point at, by class index.
+    struct SloFields {
+        Field slo;
+        std::optional<Field> adapt_cap;
+        std::optional<Field> min_share;
+    };
+    std::vector<std::optional<SloFields>> slo_fields_;
     // Where each egress port is first named as a destination, to locate "no tree" errors.
     std::map<size_t, Field> egress_reference_;
     // Where classes' `lossless` and ports' `pfc` are written, for the checks across sections.

@@ -195,6 +195,86 @@ void add_sojourn_histogram(Exposition& out, const Labels& labels, const json& co
     out.sample(family, "histogram", help, "_count", labels, std::to_string(cumulative));
 }
 
+// twinlane_class_slo_*: one SLO of a class on one egress port (stats_json.h's
+// slo_stats_to_json), labelled {class, port}.
+void add_slo(Exposition& out, const std::string& class_name, const json& slo) {
+    const Labels labels{{"class", class_name}, {"port", text_of(slo, "port")}};
+    const json& objective = field(slo, "objective");
+    const auto ns = [](const json& value) {
+        return value.is_number_unsigned() ? value.get<uint64_t>() : uint64_t{0};
+    };
+    if (objective.is_object()) {
+        if (objective.contains("target_ns")) {
+            Labels with_percentile = labels;
+            with_percentile.emplace_back("percentile", text_of(objective, "percentile"));
+            out.sample("twinlane_class_slo_target_seconds", "gauge",
+                       "The latency the class's SLO allows at its percentile.", "",
+                       with_percentile, seconds_text(ns(field(objective, "target_ns"))));
+        }
+        out.sample("twinlane_class_slo_window_seconds", "gauge",
+                   "The window over which the SLO is judged.", "", labels,
+                   seconds_text(ns(field(objective, "window_ns"))));
+        if (objective.contains("min_share"))
+            out.gauge("twinlane_class_slo_min_share_ratio",
+                      "The throughput floor, as a share of the port rate.", labels,
+                      field(objective, "min_share"));
+    }
+    for (const auto& [result, key] : {std::pair{"met", "windows_met"},
+                                      std::pair{"missed", "windows_missed"},
+                                      std::pair{"idle", "windows_idle"}}) {
+        Labels with_result = labels;
+        with_result.emplace_back("result", result);
+        out.counter("twinlane_class_slo_windows_total",
+                    "Windows judged against the SLO, by result (idle: nothing to judge).",
+                    with_result, field(slo, key));
+    }
+    for (const auto& [result, key] : {std::pair{"met", "share_windows_met"},
+                                      std::pair{"missed", "share_windows_missed"}}) {
+        Labels with_result = labels;
+        with_result.emplace_back("result", result);
+        out.counter("twinlane_class_slo_share_windows_total",
+                    "Windows judged against the min_share floor, by result.", with_result,
+                    field(slo, key));
+    }
+    out.gauge("twinlane_class_slo_attainment_ratio", "Windows met over windows judged.", labels,
+              field(slo, "attainment"));
+    const json& last = field(slo, "last_window");
+    if (last.is_object()) {
+        out.sample("twinlane_class_slo_last_window_latency_seconds", "gauge",
+                   "The latency at the SLO's percentile in the last judged window.", "", labels,
+                   seconds_text(ns(field(last, "percentile_ns"))));
+        out.gauge("twinlane_class_slo_last_window_met", "1 if the last judged window met the SLO.",
+                  labels, field(last, "met"));
+    }
+    const json& worst = field(slo, "worst_window");
+    if (worst.is_object()) {
+        out.sample("twinlane_class_slo_worst_window_latency_seconds", "gauge",
+                   "The highest latency at the SLO's percentile over every judged window.", "",
+                   labels, seconds_text(ns(field(worst, "percentile_ns"))));
+    }
+    const json& cap = field(slo, "cap_bits_per_sec");
+    if (cap.is_number())
+        out.gauge("twinlane_class_slo_cap_bits_per_second",
+                  "The class's shaper rate as the SLO controller set it (adapt_cap).", labels, cap);
+    out.counter("twinlane_class_slo_cap_changes_total", "Changes of the cap by the controller.",
+                labels, field(slo, "cap_changes"));
+    out.gauge("twinlane_class_slo_downgraded_flows", "Flows of the class downgraded now.", labels,
+              field(slo, "downgraded_flows"));
+    out.counter("twinlane_class_slo_downgrades_total", "Flows downgraded to the lower class.",
+                labels, field(slo, "downgrades"));
+    out.counter("twinlane_class_slo_returns_total", "Downgraded flows that came back.", labels,
+                field(slo, "returns"));
+    out.counter("twinlane_class_slo_downgraded_packets_total",
+                "Packets placed in or moved to the lower class by a downgrade.", labels,
+                field(slo, "downgraded_packets"));
+    out.counter("twinlane_class_slo_downgraded_bytes_total",
+                "Bytes placed in or moved to the lower class by a downgrade.", labels,
+                field(slo, "downgraded_bytes"));
+    out.counter("twinlane_class_slo_pressure_events_total",
+                "Packets that waited, or would wait, more than half the target.", labels,
+                field(slo, "pressure_events"));
+}
+
 void add_status(Exposition& out, const json& value) {
     out.gauge("twinlane_build_info", "Always 1; the version is the label.",
               {{"version", text_of(value, "version")}}, 1);
@@ -339,6 +419,11 @@ std::string prometheus_text(DaemonApi& api) {
             if (queue.is_object()) {
                 add_queue_counters(out, "twinlane_class", labels, queue);
                 add_sojourn_histogram(out, labels, queue);
+            }
+            const json& slos = field(cls, "slo");
+            if (slos.is_array()) {
+                for (const json& slo : slos)
+                    if (slo.is_object()) add_slo(out, text_of(cls, "name"), slo);
             }
         }
     }

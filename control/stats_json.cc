@@ -93,8 +93,58 @@ json queue_stats_json(const conf::Policy& policy, const NodeCountersReader& read
     return out;
 }
 
+json slo_stats_to_json(const SloStatsEntry& entry) {
+    const slo::SloClassSpec& spec = entry.spec;
+    const slo::SloClassStats& st = entry.stats;
+    json actions = json::array();
+    if (spec.adapt_cap) actions.push_back("adapt_cap");
+    if (spec.downgrade) actions.push_back("downgrade");
+    if (actions.empty()) actions.push_back("alert");
+    json objective = {{"window_ns", spec.window_ns}, {"actions", actions}};
+    if (spec.has_latency) {
+        objective["percentile"] = slo::to_string(spec.percentile);
+        objective["target_ns"] = spec.target_ns;
+    }
+    if (spec.min_share_ppm != 0)
+        objective["min_share"] = static_cast<double>(spec.min_share_ppm) / 1e6;
+    if (spec.adapt_cap) {
+        objective["cap_min_bits_per_sec"] = spec.cap_min_bps;
+        objective["cap_max_bits_per_sec"] = spec.cap_max_bps;
+    }
+    if (spec.downgrade) objective["downgrade_to"] = spec.downgrade_class_name;
+    const bool judged = st.windows_met + st.windows_missed != 0;
+    json out = {{"port", entry.port},
+                {"objective", std::move(objective)},
+                {"windows_met", st.windows_met},
+                {"windows_missed", st.windows_missed},
+                {"windows_idle", st.windows_idle},
+                {"attainment", st.attainment()},
+                {"last_window",
+                 judged ? json({{"start_ns", st.last_window_start_ns},
+                                {"percentile_ns", st.last_percentile_ns},
+                                {"packets", st.last_packets},
+                                {"met", st.last_met}})
+                        : json(nullptr)},
+                {"worst_window", judged ? json({{"start_ns", st.worst_window_start_ns},
+                                                {"percentile_ns", st.worst_percentile_ns}})
+                                        : json(nullptr)},
+                {"share_windows_met", st.share_windows_met},
+                {"share_windows_missed", st.share_windows_missed},
+                {"cap_changes", st.cap_changes},
+                {"downgraded_flows", st.downgraded_flows},
+                {"downgrades", st.downgrades},
+                {"returns", st.returns},
+                {"downgraded_packets", st.downgraded_packets},
+                {"downgraded_bytes", st.downgraded_bytes},
+                {"returned_packets", st.returned_packets},
+                {"returned_bytes", st.returned_bytes},
+                {"pressure_events", st.pressure_events}};
+    out["cap_bits_per_sec"] = spec.adapt_cap ? json(st.cap_bps) : json(nullptr);
+    return out;
+}
+
 json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node,
-                      const ClassifiedCountersReader& read_classified) {
+                      const ClassifiedCountersReader& read_classified, const SloReader& read_slo) {
     json out = json::array();
     for (size_t cls = 0; cls < policy.classes.size(); ++cls) {
         sched::QueueCounters queue;
@@ -104,12 +154,20 @@ json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read
             }
         }
         const classifier::ClassCounters classified = read_classified(cls);
-        out.push_back({{"name", policy.classes[cls].name},
-                       {"class_id", cls},
-                       {"classified_packets", classified.packets},
-                       {"classified_bytes", classified.bytes},
-                       {"malformed_drops", classified.drops},
-                       {"queue", queue_counters_to_json(queue)}});
+        json entry = {{"name", policy.classes[cls].name},
+                      {"class_id", cls},
+                      {"classified_packets", classified.packets},
+                      {"classified_bytes", classified.bytes},
+                      {"malformed_drops", classified.drops},
+                      {"queue", queue_counters_to_json(queue)}};
+        if (policy.classes[cls].slo) {
+            json slos = json::array();
+            if (read_slo) {
+                for (const SloStatsEntry& slo : read_slo(cls)) slos.push_back(slo_stats_to_json(slo));
+            }
+            entry["slo"] = std::move(slos);
+        }
+        out.push_back(std::move(entry));
     }
     return out;
 }

@@ -12,6 +12,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,12 +20,32 @@
 #include "classifier/flow_table.h"
 #include "conf/policy.h"
 #include "sched/counters.h"
+#include "slo/slo_spec.h"
+#include "slo/slo_stats.h"
 
 namespace twinlane::control {
 
 using NodeCountersReader =
     std::function<sched::QueueCounters(size_t egress_index, const std::string& node_name)>;
 using ClassifiedCountersReader = std::function<classifier::ClassCounters(size_t class_index)>;
+
+// One SLO of a class on one egress tree, as measured so far.
+struct SloStatsEntry {
+    std::string port;
+    slo::SloClassSpec spec;
+    slo::SloClassStats stats;
+};
+// Every SLO of a class (one per egress tree it enters with an slo), empty when it has none.
+using SloReader = std::function<std::vector<SloStatsEntry>(size_t class_index)>;
+
+// {"port", "objective": {"percentile", "target_ns", "window_ns", "min_share", "actions":
+//  ["adapt_cap" | "downgrade" | "alert"], "cap_min_bits_per_sec", "cap_max_bits_per_sec",
+//  "downgrade_to"}, "windows_met", "windows_missed", "windows_idle", "attainment",
+//  "last_window": {"start_ns", "percentile_ns", "packets", "met"}, "worst_window": {"start_ns",
+//  "percentile_ns"}, "share_windows_met", "share_windows_missed", "cap_bits_per_sec",
+//  "cap_changes", "downgraded_flows", "downgrades", "returns", "downgraded_packets",
+//  "downgraded_bytes", "returned_packets", "returned_bytes", "pressure_events"}
+nlohmann::json slo_stats_to_json(const SloStatsEntry& entry);
 
 // {"packets_in", "bytes_in", "packets_out", "bytes_out", "drops": {REASON: packets},
 //  "drop_bytes": {REASON: bytes}, "dropped_packets", "ecn_marked_red", "ecn_marked_codel",
@@ -37,9 +58,10 @@ nlohmann::json queue_counters_to_json(const sched::QueueCounters& counters);
 // stats(queues): every node of every egress tree, pre-order.
 nlohmann::json queue_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node);
 // stats(classes): per class, classifier counters plus its entry nodes' counters summed over
-// the egress ports.
+// the egress ports, and for a class with an slo "slo": [slo_stats_to_json per egress port].
 nlohmann::json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node,
-                                const ClassifiedCountersReader& read_classified);
+                                const ClassifiedCountersReader& read_classified,
+                                const SloReader& read_slo = {});
 // flows_top(n): the `count` largest flows by bytes over the given tables.
 nlohmann::json flows_top_json(const conf::Policy& policy,
                               std::span<const classifier::FlowTable* const> tables, size_t count);

@@ -108,6 +108,30 @@ int class_stats_command(const char*, const char*, rte_tel_data* data) {
     });
 }
 
+// Every SLO, keyed "CLASS@PORT", its objects flattened one level ("objective_target_ns").
+int slo_stats_command(const char*, const char*, rte_tel_data* data) {
+    return guarded(data, [&](DaemonApi& api) {
+        const ApiResult result = api.stats(StatsScope::classes);
+        if (!result.ok()) return answer_error(data, result.error());
+        rte_tel_data_start_dict(data);
+        if (!result.value().is_array()) return 0;
+        for (const json& cls : result.value()) {
+            if (!cls.is_object() || !cls.contains("slo") || !cls["slo"].is_array()) continue;
+            for (const json& slo : cls["slo"]) {
+                if (!slo.is_object()) continue;
+                rte_tel_data* container = rte_tel_data_alloc();
+                if (container == nullptr) return -ENOMEM;
+                rte_tel_data_start_dict(container);
+                fill_flat_dict(container, slo);
+                const std::string key = cls.value("name", "") + "@" + slo.value("port", "");
+                if (rte_tel_data_add_dict_container(data, bounded(key).c_str(), container, 0) != 0)
+                    rte_tel_data_free(container);
+            }
+        }
+        return 0;
+    });
+}
+
 int port_stats_command(const char*, const char*, rte_tel_data* data) {
     return guarded(data, [&](DaemonApi& api) {
         return answer_named_list(data, api.stats(StatsScope::ports));
@@ -129,6 +153,8 @@ std::string register_telemetry(DaemonApi& api) {
          "twinlane version, uptime, policy source and epoch. Takes no parameters"},
         {"/twinlane/stats/classes", class_stats_command,
          "twinlane per-class classifier and queue counters. Takes no parameters"},
+        {"/twinlane/stats/slo", slo_stats_command,
+         "twinlane latency SLOs per class and egress port. Takes no parameters"},
         {"/twinlane/stats/ports", port_stats_command,
          "twinlane per-port packet, byte and drop counters. Takes no parameters"},
     };

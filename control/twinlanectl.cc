@@ -161,6 +161,64 @@ void print_ports(std::ostream& out, const json& ports) {
                 pfc);
 }
 
+// The classes' SLOs (stats classes' "slo" entries), one row per class and egress port; nothing
+// when no class has one.
+void print_slos(std::ostream& out, const json& classes) {
+    std::vector<Row> rows;
+    for (const json& cls : classes) {
+        if (!cls.is_object() || !cls.contains("slo") || !cls["slo"].is_array()) continue;
+        for (const json& slo : cls["slo"]) {
+            const json& objective = slo.contains("objective") ? slo["objective"] : json::object();
+            std::string goal;
+            if (objective.contains("target_ns"))
+                goal = str(objective, "percentile") + "<=" +
+                       micros_text(static_cast<double>(u64(objective, "target_ns"))) + "us";
+            if (objective.contains("min_share") && objective["min_share"].is_number()) {
+                char share[32];
+                std::snprintf(share, sizeof share, "share>=%.1f%%",
+                              objective["min_share"].get<double>() * 100);
+                goal += (goal.empty() ? "" : ",") + std::string(share);
+            }
+            std::string actions;
+            if (objective.contains("actions") && objective["actions"].is_array())
+                for (const json& a : objective["actions"])
+                    actions += (actions.empty() ? "" : "+") + a.get<std::string>();
+            const uint64_t met = u64(slo, "windows_met");
+            const uint64_t missed = u64(slo, "windows_missed");
+            char attainment[32];
+            std::snprintf(attainment, sizeof attainment, "%.2f%%",
+                          met + missed == 0 ? 100.0
+                                            : 100.0 * static_cast<double>(met) /
+                                                  static_cast<double>(met + missed));
+            const json& last = slo.contains("last_window") ? slo["last_window"] : json();
+            const json& worst = slo.contains("worst_window") ? slo["worst_window"] : json();
+            std::string last_text = "-";
+            if (last.is_object())
+                last_text = micros_text(static_cast<double>(u64(last, "percentile_ns"))) +
+                            (last.value("met", true) ? " met" : " MISSED");
+            const json& cap = slo.contains("cap_bits_per_sec") ? slo["cap_bits_per_sec"] : json();
+            rows.push_back(
+                {str(cls, "name"), str(slo, "port"), goal,
+                 micros_text(static_cast<double>(u64(objective, "window_ns")) / 1000.0) + "ms",
+                 actions, std::to_string(met) + "/" + std::to_string(missed), attainment,
+                 last_text,
+                 worst.is_object() ? micros_text(static_cast<double>(u64(worst, "percentile_ns")))
+                                   : "-",
+                 cap.is_number() ? rate_text(static_cast<double>(cap.get<uint64_t>())) : "-",
+                 std::to_string(u64(slo, "cap_changes")),
+                 std::to_string(u64(slo, "downgraded_flows")) + " (" +
+                     std::to_string(u64(slo, "downgrades")) + ")",
+                 std::to_string(u64(slo, "downgraded_bytes"))});
+        }
+    }
+    if (rows.empty()) return;
+    out << "\n";
+    print_table(out,
+                {"SLO CLASS", "PORT", "OBJECTIVE", "WINDOW", "ACTION", "MET/MISSED", "ATTAINED",
+                 "LAST us", "WORST us", "CAP", "CAP CHANGES", "DOWN FLOWS (ALL)", "DOWN BYTES"},
+                rows);
+}
+
 // `previous` (same shape, earlier sample) adds an output-rate column.
 void print_classes(std::ostream& out, const json& classes, const json* previous,
                    double interval_seconds) {
@@ -200,6 +258,7 @@ void print_classes(std::ostream& out, const json& classes, const json* previous,
                "ECN MARKS", "DEPTH PKTS", "DEPTH BYTES", "SOJOURN AVG us", "SOJOURN MAX us"};
     if (previous != nullptr) header.push_back("OUT RATE");
     print_table(out, header, rows);
+    print_slos(out, classes);
 }
 
 void print_queues(std::ostream& out, const json& queues) {

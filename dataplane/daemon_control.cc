@@ -452,7 +452,23 @@ ApiResult DaemonControl::stats(control::StatsScope scope) {
                     }
                     return c;
                 };
-                return ApiResult::success(control::class_stats_json(policy, read, classified));
+                // Governors live as long as their egress task; their counters are relaxed
+                // atomics with one writer (the scheduler lcore).
+                const control::SloReader slo = [&](size_t cls) {
+                    std::vector<control::SloStatsEntry> entries;
+                    for (const EgressTask* e : pipeline_.egress) {
+                        if (!e->governor) continue;
+                        const slo::SloTreeSpec& spec = e->governor->spec();
+                        for (size_t i = 0; i < spec.classes.size(); ++i) {
+                            if (spec.classes[i].class_id != cls) continue;
+                            entries.push_back({policy.ports[e->policy_port].name,
+                                               spec.classes[i], e->governor->stats(i)});
+                        }
+                    }
+                    return entries;
+                };
+                return ApiResult::success(
+                    control::class_stats_json(policy, read, classified, slo));
             }
             case control::StatsScope::queues:
                 return ApiResult::success(control::queue_stats_json(policy, read));

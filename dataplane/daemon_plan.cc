@@ -170,6 +170,19 @@ std::vector<std::string> restart_only_changes(const Policy& running, const Polic
         out.push_back("classes: [" + join(classes(running)) + "] -> [" + join(classes(candidate)) +
                       "] (one lane ring per class)");
     }
+    // Each SLO's measurement and controller are built at start, with their tree.
+    if (classes(running) == classes(candidate)) {
+        const nlohmann::json before = conf::policy_document(running)["classes"];
+        const nlohmann::json after = conf::policy_document(candidate)["classes"];
+        for (size_t i = 0; i < before.size() && i < after.size(); ++i) {
+            const nlohmann::json none = nullptr;
+            const nlohmann::json& a = before[i].contains("slo") ? before[i]["slo"] : none;
+            const nlohmann::json& b = after[i].contains("slo") ? after[i]["slo"] : none;
+            if (a != b)
+                out.push_back("classes[" + running.classes[i].name + "].slo: " + a.dump() +
+                              " -> " + b.dump());
+        }
+    }
     const auto tree_ports = [](const Policy& p) {
         std::vector<size_t> ports;
         for (const conf::EgressTree& t : p.egress_trees)
@@ -268,7 +281,8 @@ UpdatePlan plan_update(const Policy& running_policy,
     if (!plan.details.empty()) {
         plan.refusal =
             "the new policy changes what only a restart can change (ports, forwarding, lcores, "
-            "classes, classifier heuristics and flow table); the running policy is unchanged";
+            "classes and their slo, classifier heuristics and flow table); the running policy "
+            "is unchanged";
         return plan;
     }
     if (candidate.egress.size() != running.size()) {

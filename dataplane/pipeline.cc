@@ -68,6 +68,17 @@ void free_drops(const sched::DroppedPacket* drops, uint32_t count, LcoreCounters
     out.publish_out(accounts, c);
 }
 
+// The SLO governor's own drops (a downgraded flow's queued packets that do not fit the lower
+// class), freed and counted like the scheduler's, by the lcore that owns the tree.
+struct GovernorDrops final : slo::DropHandler {
+    GovernorDrops(EgressTask& egress, LcoreCounters& counters) : e(egress), c(counters) {}
+    void dropped(const sched::DroppedPacket* drops, uint32_t n) override {
+        free_drops(drops, n, c, e.pfc_accounts);
+    }
+    EgressTask& e;
+    LcoreCounters& c;
+};
+
 // `user_ns` of a scheduler descriptor: the time from RX to its enqueue (a lane ring's wait),
 // for the RX->TX latency; kWaitInMeta when it does not fit (TX then reads the mbuf's
 // arrival_ns).
@@ -238,7 +249,7 @@ void admit_local(EgressTask& e, const Burst& burst, rte_mbuf* const* pkts,
     BurstSource source{pkts, results, pfc_tags, e.pfc_accounts, c};
     admission::SchedulerAdmission<BurstSource> admission(*e.scheduler, e.leaves, shared.lane_count,
                                                          source, e.scratch_packets,
-                                                         e.scratch_drops, now_ns);
+                                                         e.scratch_drops, now_ns, e.governor.get());
     const uint32_t admitted = burst.admit(admission);
     c.stages.sched_enqueue_cycles.add(rte_rdtsc() - tsc);
     c.stages.sched_enqueue_packets.add(admitted);
@@ -319,6 +330,8 @@ void apply_pending_update(EgressTask& e) {
     } else if (update->params) {
         update->error = e.scheduler->apply(*update->params);
     }
+    // The SLO caps follow the tree: a changed shaper rate is where the controller goes on from.
+    if (!update->error && e.governor) e.governor->bind(e.scheduler.get(), &e.leaves);
     e.updates.complete(*update);
 }
 
@@ -342,7 +355,7 @@ uint32_t admit_lanes(EgressTask& e, LcoreCounters& c, const PipelineShared& shar
     RingLanes lanes{e, shared.meta_offset};
     RingSource source{shared.meta_offset, now_ns, e.pfc_accounts, c};
     Admission sink(*e.scheduler, e.leaves, shared.lane_count, source, e.scratch_packets,
-                   e.scratch_drops, now_ns);
+                   e.scratch_drops, now_ns, e.governor.get());
     return LaneAdmission<rte_mbuf*, kBurst, RingLanes, Admission>(
                lanes, sink, e.lane_order, shared.lane_count, e.arrival_scratch)
         .round();
@@ -424,6 +437,8 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
     const sched::DequeueResult r = e.scheduler->dequeue_burst(
         pkts, kBurst, allowance - 1 + TxPacer::wire_bytes(e.max_frame_bytes), now_ns, drops,
         kBurst, TxPacer::kWireCost);
+    if (e.governor != nullptr && r.dropped != 0) [[unlikely]]
+        e.governor->dropped(drops, r.dropped);
     free_drops(drops, r.dropped, c, e.pfc_accounts);
     if (r.packets == 0) return 0;
     rte_mbuf* out[kBurst];
@@ -432,6 +447,10 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
     for (uint32_t i = 0; i < r.packets; ++i) {
         const uint8_t lane = admission::user_lane(pkts[i].user);
         if ((e.pfc.storm_drop_lanes >> lane) & 1) [[unlikely]] {
+            if (e.governor != nullptr) {
+                const sched::DroppedPacket dropped{pkts[i], sched::DropReason::queue_full_packets};
+                e.governor->dropped(&dropped, 1);
+            }
             drop_in_storm(e, pkts[i], c);
             continue;
         }
@@ -443,6 +462,17 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
         ++n;
     }
     if (n == 0) return 0;
+    // SLO latency: from RX to leaving the scheduler, as the TX tallies count it (less the wait
+    // of a packet the NIC refuses, which is rare and bounded by the TX budget).
+    if (e.governor != nullptr) [[unlikely]] {
+        for (uint32_t i = 0; i < r.packets; ++i) {
+            const sched::Packet& p = pkts[i];
+            if ((e.pfc.storm_drop_lanes >> admission::user_lane(p.user)) & 1) continue;
+            const uint64_t rx_ns = rx_arrival_ns(p, shared);
+            e.governor->depart(p.user, now_ns - std::min(now_ns, rx_ns), p.length_bytes,
+                               p.flow_hash, now_ns);
+        }
+    }
     return offer(e, out, info, static_cast<uint16_t>(n), c, shared, now_ns);
 }
 
@@ -525,6 +555,13 @@ void shut_down(LcoreContext& ctx, PipelineShared& shared) {
 void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
     LcoreCounters& c = *ctx.counters;
     StageCounters& stages = c.stages;
+    // Before the loop: the governors' drops are this lcore's to free and count.
+    std::vector<std::unique_ptr<GovernorDrops>> slo_drops;
+    for (EgressTask* e : ctx.egress) {
+        if (!e->governor) continue;
+        slo_drops.push_back(std::make_unique<GovernorDrops>(*e, c));
+        e->governor->set_drop_handler(slo_drops.back().get());
+    }
     while (!stop_requested()) {
         // One TSC read per stage: it is both the stage's clock and its cycle accounting.
         const uint64_t rx_tsc = rte_rdtsc();
@@ -548,6 +585,7 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
         uint32_t admitted = 0;
         for (EgressTask* e : ctx.egress) {
             apply_pending_update(*e);
+            if (e->governor) e->governor->tick(shared.clock.ns(admit_tsc));
             if (e->ring_fed) admitted += admit_lanes(*e, c, shared, shared.clock.ns(admit_tsc));
         }
         const uint64_t tx_tsc = rte_rdtsc();
@@ -568,6 +606,8 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
         }
     }
     shut_down(ctx, shared);
+    for (EgressTask* e : ctx.egress)
+        if (e->governor) e->governor->set_drop_handler(nullptr);
 }
 
 }  // namespace twinlane::dataplane

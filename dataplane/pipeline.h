@@ -35,6 +35,7 @@
 #include "dataplane/tx_pacer.h"
 #include "dataplane/update_mailbox.h"
 #include "sched/scheduler.h"
+#include "slo/governor.h"
 
 namespace twinlane::dataplane {
 
@@ -104,6 +105,9 @@ struct EgressTask {
     // ring's capacity plus a burst, reserved before launch.
     ArrivalOrderScratch<rte_mbuf*> arrival_scratch;
     UpdateMailbox<SchedulerUpdate> updates;
+    // The tree's SLOs (slo/governor.h), when the policy has any for it: measured at dequeue,
+    // acted on at admission and between bursts, by this lcore. Null: nothing runs.
+    std::unique_ptr<slo::SloGovernor> governor;
     PfcPort pfc;                // this port's PFC, when software
     PfcAccounts pfc_accounts;   // tags of the lossless packets in this tree
 };

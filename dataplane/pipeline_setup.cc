@@ -125,6 +125,14 @@ bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
         }
         task->scheduler = std::move(built.scheduler);
         task->leaves = compiled.leaves;
+        if (!compiled.slo.empty()) {
+            task->governor = std::make_unique<slo::SloGovernor>(compiled.slo,
+                                                                static_cast<uint32_t>(lanes));
+            if (auto problem = task->governor->bind(task->scheduler.get(), &task->leaves)) {
+                error = "port '" + port.name + "': slo: " + *problem;
+                return false;
+            }
+        }
         task->lane_order = lane_order(compiled);
         task->pacer.set(port.rate_bits_per_sec, port.tx_budget_bytes);
         task->max_frame_bytes = port.max_frame_bytes();

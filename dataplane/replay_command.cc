@@ -45,6 +45,7 @@ struct ReplayArgs {
     std::string bulk_class = "training";
     std::vector<std::string> pfc_pauses;  // AT:PRIORITY:DURATION
     bool json = false;
+    bool slo_measure_only = false;
 };
 
 // `out.pcap` + `fifo` -> `out.fifo.pcap`: one file per discipline when several run.
@@ -118,6 +119,7 @@ struct Setup {
     uint64_t link_rate_bps = 0;
     uint16_t ingress_port = 0;
     uint8_t bulk_class = 0;
+    bool slo_measure_only = false;
     replay::LosslessOptions lossless;
 };
 
@@ -249,6 +251,7 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
         return std::nullopt;
     }
     s.bulk_class = static_cast<uint8_t>(*bulk);
+    s.slo_measure_only = args.slo_measure_only;
     if (!lossless_options(args, s)) return std::nullopt;
     return s;
 }
@@ -280,8 +283,17 @@ std::unique_ptr<replay::Discipline> make_discipline(const std::string& name, con
         spdlog::error("scheduling tree: {}", built.error->to_string());
         return nullptr;
     }
-    return std::make_unique<replay::SchedulerDiscipline>(std::move(built.scheduler),
-                                                         s.egress().leaves);
+    auto d = std::make_unique<replay::SchedulerDiscipline>(std::move(built.scheduler),
+                                                           s.egress().leaves);
+    slo::SloTreeSpec slo = s.egress().slo;
+    if (s.slo_measure_only) {
+        for (slo::SloClassSpec& c : slo.classes) c.adapt_cap = c.downgrade = false;
+    }
+    if (auto problem = d->govern(slo)) {
+        spdlog::error("slo: {}", *problem);
+        return nullptr;
+    }
+    return d;
 }
 
 int run(const ReplayArgs& args) {
@@ -343,6 +355,7 @@ int run(const ReplayArgs& args) {
         auto report = std::make_unique<replay::ReplayReport>(
             name, setup->link_rate_bps, setup->compiled.classifier.class_names, setup->bulk_class,
             1'000'000);
+        if (!setup->egress().slo.empty()) report->track_shares_by_class();
         try {
             replay::PcapReader reader(args.input);
             std::unique_ptr<replay::OutputFile> pcap_file;
@@ -362,6 +375,14 @@ int run(const ReplayArgs& args) {
             options.lossless = setup->lossless;
             replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
             if (writer) writer->close();
+            const auto* governed = dynamic_cast<const replay::SchedulerDiscipline*>(discipline.get());
+            if (governed != nullptr && governed->governor() != nullptr) {
+                replay::SloReport slo = replay::SloReport::from(*governed->governor());
+                for (const slo::SloEvent& e : slo.events)
+                    spdlog::debug("slo at {:.6f} s: {}", static_cast<double>(e.time_ns) / 1e9,
+                                  slo::describe(e, slo.classes.at(e.class_index).spec));
+                report->set_slo(std::move(slo));
+            }
             if (pcap_file) written.push_back(std::move(pcap_file));
             if (report->records_back_in_time() != 0 && name == disciplines.front()) {
                 spdlog::warn("pcap '{}': {} records stamped earlier than the record before them "
@@ -462,6 +483,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--bulk-class", args->bulk_class, "Class whose fairness is reported")
         ->capture_default_str();
     cmd->add_flag("--json", args->json, "Print the reports as a JSON array instead of a table");
+    cmd->add_flag("--slo-measure-only", args->slo_measure_only,
+                  "Measure the policy's SLOs but take none of their actions (adapt_cap, "
+                  "downgrade): the run without the controller");
     cmd->callback([args, &exit_code]() { exit_code = run(*args); });
 }
 

@@ -16,6 +16,33 @@ Monitor::~Monitor() {
     thread_.join();
 }
 
+// SLO events the scheduler lcores queued (slo/governor.h), logged here: an lcore never logs.
+void Monitor::log_slo_events() {
+    slo_events_dropped_.resize(pipeline_.egress.size(), 0);
+    for (size_t i = 0; i < pipeline_.egress.size(); ++i) {
+        const auto& e = pipeline_.egress[i];
+        if (!e->governor) continue;
+        slo::SloGovernor& governor = *e->governor;
+        const std::string& port = pipeline_.policy->ports[e->policy_port].name;
+        slo::SloEvent event;
+        while (governor.events().pop(event)) {
+            const std::string line =
+                slo::describe(event, governor.spec().classes.at(event.class_index));
+            if (event.kind == slo::EventKind::missed) {
+                spdlog::warn("slo: port '{}': {}", port, line);
+            } else {
+                spdlog::info("slo: port '{}': {}", port, line);
+            }
+        }
+        const uint64_t dropped = governor.events().dropped();
+        if (dropped > slo_events_dropped_[i]) {
+            spdlog::warn("slo: port '{}': {} events not logged (more than {} within 10 ms)", port,
+                         dropped - slo_events_dropped_[i], slo::EventRing::kCapacity);
+            slo_events_dropped_[i] = dropped;
+        }
+    }
+}
+
 void Monitor::run() {
     const auto start = Clock::now();
     auto last_rx_change = start;
@@ -59,7 +86,9 @@ void Monitor::run() {
         if (options_.duration_ns != 0 &&
             now - start >= std::chrono::nanoseconds(options_.duration_ns))
             request_stop();
+        log_slo_events();
     }
+    log_slo_events();
 }
 
 void Monitor::poll_links(std::vector<int>& link_up) {

@@ -1,5 +1,5 @@
 // The run's monitor thread, off the hot path: link status changes (logged), periodic stats,
-// end of input (every input idle with nothing queued) and the duration limit, both of which
+// the SLO governors' events (logged, with their reasons), end of input (every input idle with nothing queued) and the duration limit, both of which
 // request the stop. Reads the lcores' counters with relaxed loads while they run. Lives from
 // just before the lcores launch until they have returned.
 #pragma once
@@ -26,6 +26,7 @@ class Monitor {
 
     void run();
     void poll_links(std::vector<int>& link_up);
+    void log_slo_events();
 
     const Pipeline& pipeline_;
     const DaemonOptions& options_;
@@ -33,6 +34,7 @@ class Monitor {
     std::mutex mutex_;
     std::condition_variable wake_;
     bool done_ = false;
+    std::vector<uint64_t> slo_events_dropped_;  // per egress task, as logged so far
     std::thread thread_;  // last: starts after the fields above exist
 };
 

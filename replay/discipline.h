@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sched/packet.h"
+#include "slo/governor.h"
 
 namespace twinlane::replay {
 
@@ -41,6 +42,19 @@ public:
     virtual void reclassified(uint32_t /*flow_hash*/, uint8_t /*previous_class*/,
                               uint32_t /*previous_job*/, uint8_t /*class_id*/,
                               uint32_t /*job_id*/) {}
+    // SLO hooks (slo/governor.h), for a discipline that measures and enforces per-class SLOs;
+    // no-ops otherwise. `departed`: a packet it handed out left the link `latency_ns` after
+    // it arrived; `advance`: virtual time reached `now_ns` (windows close, controllers act);
+    // `finished`: the run ended at `end_ns`. Packets that change class meanwhile (a
+    // downgrade) are listed in class_moves() for the report; the engine empties it.
+    virtual void departed(const sched::Packet& /*packet*/, uint64_t /*latency_ns*/,
+                          uint64_t /*now_ns*/) {}
+    virtual void advance(uint64_t /*now_ns*/) {}
+    virtual void finished(uint64_t /*end_ns*/) {}
+    virtual std::vector<slo::ClassMove>* class_moves() { return nullptr; }
+    // Packets the discipline dropped outside enqueue/dequeue (an SLO downgrade into a full
+    // lower class), reported after class_moves(); the engine empties it. nullptr: none.
+    virtual std::vector<ReplayDrop>* other_drops() { return nullptr; }
     // A PFC pause from the egress peer: `node` of the egress tree (a lossless class's entry) may
     // not send before `until_ns` (0: at once). Only a discipline with a queue per class can
     // hold one class (twinlane's scheduler); FIFO and rte_sched keep sending.

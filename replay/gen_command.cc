@@ -26,6 +26,8 @@ struct GenArguments {
     GenOptions options;
     std::string link_rate = "10G";
     std::string duration = "50ms";
+    std::string surge_start = "10ms";
+    std::string surge_end = "30ms";
 };
 
 }  // namespace
@@ -111,12 +113,31 @@ void add_gen_command(CLI::App& app, std::ostream& out) {
         ->check(CLI::Range(0.0, 1.0))
         ->capture_default_str();
 
+    gen->add_option("--surge", options.surge_factor,
+                    "Inference surge: the inference load times this factor during "
+                    "[--surge-start, --surge-end), e.g. 25 (1: no surge)")
+        ->check(CLI::Range(1.0, 1000.0))
+        ->capture_default_str();
+    gen->add_option("--surge-start", arguments->surge_start, "When the surge starts")
+        ->check(parsed_by(conf::parse_duration_ns, "DURATION"))
+        ->capture_default_str();
+    gen->add_option("--surge-end", arguments->surge_end, "When the surge ends")
+        ->check(parsed_by(conf::parse_duration_ns, "DURATION"))
+        ->capture_default_str();
+    gen->add_option("--surge-clients", options.surge_clients,
+                    "Clients that carry the surge's extra load (many: each light; few: each "
+                    "heavy); 0: as many as --clients")
+        ->check(CLI::Range(0, 4000))
+        ->capture_default_str();
+
     gen->callback([arguments, &out]() {
         GenOptions run = arguments->options;
-        // Both strings passed their validators, so the results hold values.
+        // The strings passed their validators, so the results hold values.
         run.link_rate_bps =
             static_cast<double>(*conf::parse_rate_bits_per_sec(arguments->link_rate));
         run.duration_ns = *conf::parse_duration_ns(arguments->duration);
+        run.surge_start_ns = *conf::parse_duration_ns(arguments->surge_start);
+        run.surge_end_ns = *conf::parse_duration_ns(arguments->surge_end);
         GenSummary summary;
         try {
             summary = write_traffic_pcap(run);

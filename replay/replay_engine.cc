@@ -26,7 +26,8 @@ BasicReplayEngine<D>::BasicReplayEngine(const ReplayOptions& options,
                                         classifier::Classifier& classifier, D& discipline,
                                         ReplayReport& report, PcapWriter* output)
     : options_(options), classifier_(classifier), discipline_(discipline), report_(report),
-      output_(output), link_(options.link_rate_bps) {
+      output_(output), link_(options.link_rate_bps), moves_(discipline.class_moves()),
+      other_drops_(discipline.other_drops()) {
     if (options.lossless.enabled) lossless_.emplace(options.lossless);
 }
 
@@ -92,6 +93,8 @@ void BasicReplayEngine<D>::offer(const PcapRecord& record) {
         }
     }
     transmit_until(arrival);
+    discipline_.advance(arrival);
+    account_moves(arrival);
     arrive(record, arrival);
     last_arrival_ns_ = arrival;
 }
@@ -139,6 +142,8 @@ uint64_t BasicReplayEngine<D>::finish() {
     if (options_.drain && lossless_) advance_to(UINT64_MAX);
     if (options_.drain) transmit_until(UINT64_MAX);
     const uint64_t end = std::max(link_free_ns_, last_arrival_ns_);
+    discipline_.finished(end);
+    account_moves(end);
     report_.on_finish(discipline_.queued_packets(), end);
     if (lossless_) report_.set_pfc(lossless_->report(end));
     return end;
@@ -175,6 +180,7 @@ template <class D>
     }
     p.user = admission::pack_user(r.class_id, tag);
     discipline_.enqueue(p, r.class_id, r.job_id, arrival_ns, drops_);
+    account_moves(arrival_ns);
     account_drops(arrival_ns);
 }
 
@@ -200,9 +206,11 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns)
         report_.on_malformed(classifier::to_string(r.malformed));
     // A reclassified flow's queued packets follow it before anything of it is offered (or
     // dropped) under the new class.
-    if (r.previous_class != classifier::kNoPreviousClass) [[unlikely]]
+    if (r.previous_class != classifier::kNoPreviousClass) [[unlikely]] {
         discipline_.reclassified(r.flow_hash, r.previous_class, r.previous_job, r.class_id,
                                  r.job_id);
+        account_moves(arrival_ns);
+    }
     if (r.drop || record.wire_length == 0) {
         // An empty record (a damaged capture) has nothing to send; dropped here rather than by
         // the twinlane scheduler alone (which refuses length 0), so every discipline sees it so.
@@ -253,6 +261,8 @@ bool BasicReplayEngine<D>::transmit_until(uint64_t until_ns) {
             apply_peer_pauses(start);  // the watchdog's time moves with the link's
             if (lossless_->take_resumed()) return false;
         }
+        discipline_.advance(start);
+        account_moves(start);
         if (discipline_.dequeue(start, p, drops_)) {
             account_drops(start);
             if (lossless_ && ((lossless_->storm_drop_lanes() >> admission::user_lane(p.user)) & 1))
@@ -262,6 +272,7 @@ bool BasicReplayEngine<D>::transmit_until(uint64_t until_ns) {
                 continue;
             }
             depart(p, start);
+            account_moves(start);
             continue;
         }
         account_drops(start);
@@ -290,13 +301,16 @@ void BasicReplayEngine<D>::depart(const sched::Packet& packet, uint64_t start_ns
     // Only a packet the discipline can mark (l3 set) can have become CE since its arrival.
     bool marked_here = false;
     ReplayReport::Ticket ticket;
-    if (packet.l3 != nullptr || report_.has_ticket(class_id)) {
+    // A packet that may have changed class (moves_) carries the ticket of the class it arrived
+    // in, whatever it leaves as.
+    if (packet.l3 != nullptr || report_.has_ticket(class_id) || moves_ != nullptr) {
         const Slot& s = slot(slot_id);
         marked_here = packet.l3 != nullptr && !s.ce_at_arrival && ce_marked(s, packet.ip_version);
         ticket = s.ticket;
     }
     report_.on_departure(class_id, packet.length_bytes, packet.arrival_ns, departure,
                          marked_here, ticket);
+    discipline_.departed(packet, departure - packet.arrival_ns, start_ns);
     if (output_ != nullptr) {
         const Slot& s = slot(slot_id);
         std::vector<uint8_t>& frame = frames_[slot_id];
@@ -320,6 +334,19 @@ void BasicReplayEngine<D>::report_drops(uint64_t now_ns) {
         free_slots_.push_back(slot_id);
     }
     drops_.clear();
+}
+
+template <class D>
+void BasicReplayEngine<D>::report_moves(uint64_t now_ns) {
+    for (const slo::ClassMove& m : *moves_)
+        report_.on_class_move(m.from, m.to, m.packets, m.bytes, now_ns);
+    moves_->clear();
+    if (other_drops_ != nullptr && !other_drops_->empty()) {
+        // Reported as the discipline's own drops are (report_drops), after the moves.
+        drops_.insert(drops_.end(), other_drops_->begin(), other_drops_->end());
+        other_drops_->clear();
+        report_drops(now_ns);
+    }
 }
 
 template class BasicReplayEngine<Discipline>;

@@ -109,6 +109,11 @@ private:
         if (!drops_.empty()) report_drops(now_ns);
     }
     void report_drops(uint64_t now_ns);
+    // Class changes the discipline made (an SLO downgrade), reported before its drops.
+    void account_moves(uint64_t now_ns) {
+        if (moves_ != nullptr && !moves_->empty()) [[unlikely]] report_moves(now_ns);
+    }
+    void report_moves(uint64_t now_ns);
     Slot& slot(uint32_t id) { return chunks_[id >> kChunkShift][id & (kChunkSlots - 1)]; }
     uint32_t take_slot();
     static bool ce_marked(const Slot& slot, uint8_t ip_version);
@@ -125,6 +130,8 @@ private:
     std::vector<uint32_t> free_slots_;
     std::vector<std::vector<uint8_t>> frames_;  // per slot, only with an output pcap
     std::vector<ReplayDrop> drops_;
+    std::vector<slo::ClassMove>* moves_ = nullptr;  // the discipline's, when it moves classes
+    std::vector<ReplayDrop>* other_drops_ = nullptr;  // the discipline's own drops, likewise
     uint64_t last_arrival_ns_ = 0;
     std::optional<LosslessModel> lossless_;
 };

@@ -91,6 +91,35 @@ std::map<std::string, uint64_t> ReplayReport::dropped_by_reason() const {
     return by_name;
 }
 
+void ReplayReport::on_class_move(uint8_t from, uint8_t to, uint32_t packets, uint64_t bytes,
+                                 uint64_t now_ns) {
+    if (packets == 0 || from == to) return;
+    ClassStats& a = classes_.at(from);
+    ClassStats& b = classes_.at(to);
+    a.moved_out_packets += packets;
+    a.moved_out_bytes += bytes;
+    b.moved_in_packets += packets;
+    b.moved_in_bytes += bytes;
+    // The packets are queued in `to` now: its backlogged period may start, `from`'s end.
+    if (b.queued == 0) start_backlog(b, now_ns);
+    b.queued += packets;
+    if (a.queued > packets) {
+        a.queued -= packets;
+    } else if (a.queued != 0) {
+        a.queued = 1;
+        leave_queue(a, now_ns);
+    }
+}
+
+SloReport SloReport::from(const slo::SloGovernor& governor) {
+    SloReport out;
+    for (size_t i = 0; i < governor.class_count(); ++i)
+        out.classes.push_back(
+            {governor.spec().classes[i], governor.stats(i), governor.windows(i)});
+    out.events = governor.kept_events();
+    return out;
+}
+
 void ReplayReport::on_finish(uint64_t queued_at_end, uint64_t end_ns) {
     queued_at_end_ = queued_at_end;
     end_ns_ = end_ns;
@@ -195,6 +224,18 @@ nlohmann::json ReplayReport::to_json() const {
             {"throughput_series",
              {{"interval_s", static_cast<double>(series_interval_ns_) / 1e9}, {"bps", series}}},
         };
+        if (!class_wire_bytes_.empty()) {
+            json by_class = json::object();
+            for (size_t k = 0; k < classes_.size(); ++k)
+                by_class[classes_[k].name] = c.backlogged_class_wire_bytes[k];
+            classes[c.name]["backlogged"]["wire_bytes_by_class"] = std::move(by_class);
+        }
+        if (slo_) {
+            classes[c.name]["moved"] = {{"in_packets", c.moved_in_packets},
+                                        {"in_bytes", c.moved_in_bytes},
+                                        {"out_packets", c.moved_out_packets},
+                                        {"out_bytes", c.moved_out_bytes}};
+        }
     }
     json out = {
         {"discipline", discipline_},
@@ -219,9 +260,99 @@ nlohmann::json ReplayReport::to_json() const {
           {"flows", bulk_flows_.members.size()},
           {"jobs", bulk_jobs_.members.size()}}},
     };
+    if (slo_) out["slo"] = slo_json();
     // Only when the replay modelled PFC: a report without it is what it always was.
     if (!pfc_.is_null()) out["pfc"] = pfc_;
     return out;
+}
+
+nlohmann::json ReplayReport::slo_json() const {
+    using nlohmann::json;
+    const uint64_t start = first_arrival_ns_ == UINT64_MAX ? 0 : first_arrival_ns_;
+    const auto since = [&](uint64_t ns) {
+        return static_cast<double>(ns - std::min(ns, start)) / 1e9;
+    };
+    json classes = json::object();
+    for (const SloReport::Class& c : slo_->classes) {
+        const slo::SloClassSpec& s = c.spec;
+        json actions = json::array();
+        if (s.adapt_cap) actions.push_back("adapt_cap");
+        if (s.downgrade) actions.push_back("downgrade");
+        if (actions.empty()) actions.push_back("alert");
+        json objective = {{"window_s", static_cast<double>(s.window_ns) / 1e9},
+                          {"actions", actions}};
+        if (s.has_latency) {
+            objective["percentile"] = slo::to_string(s.percentile);
+            objective["target_us"] = round3(static_cast<double>(s.target_ns) / 1e3);
+        }
+        if (s.min_share_ppm != 0)
+            objective["min_share"] = static_cast<double>(s.min_share_ppm) / 1e6;
+        if (s.adapt_cap)
+            objective["adapt_cap"] = {{"min_bps", s.cap_min_bps}, {"max_bps", s.cap_max_bps}};
+        if (s.downgrade)
+            objective["downgrade"] = {{"to", s.downgrade_class_name},
+                                      {"quiet_s", static_cast<double>(s.quiet_ns) / 1e9}};
+        const slo::SloClassStats& st = c.stats;
+        json series = {{"t_s", json::array()},         {"packets", json::array()},
+                       {"percentile_us", json::array()}, {"max_us", json::array()},
+                       {"met", json::array()},          {"bytes_in", json::array()},
+                       {"bytes_out", json::array()},    {"downgraded_bytes", json::array()},
+                       {"cap_bps", json::array()},      {"downgraded_flows", json::array()}};
+        for (const slo::WindowRecord& w : c.windows) {
+            series["t_s"].push_back(since(w.start_ns));
+            series["packets"].push_back(w.packets);
+            series["percentile_us"].push_back(round3(static_cast<double>(w.percentile_ns) / 1e3));
+            series["max_us"].push_back(round3(static_cast<double>(w.max_ns) / 1e3));
+            series["met"].push_back(w.idle ? json(nullptr) : json(w.met));
+            series["bytes_in"].push_back(w.bytes_in);
+            series["bytes_out"].push_back(w.bytes_out);
+            series["downgraded_bytes"].push_back(w.downgraded_bytes);
+            series["cap_bps"].push_back(w.cap_bps);
+            series["downgraded_flows"].push_back(w.downgraded_flows);
+        }
+        json entry = {
+            {"objective", objective},
+            {"windows",
+             {{"met", st.windows_met},
+              {"missed", st.windows_missed},
+              {"idle", st.windows_idle},
+              {"attainment", round3(st.attainment() * 100.0) / 100.0}}},
+            {"worst_window",
+             st.windows_met + st.windows_missed == 0
+                 ? json(nullptr)
+                 : json({{"t_s", since(st.worst_window_start_ns)},
+                         {"percentile_us",
+                          round3(static_cast<double>(st.worst_percentile_ns) / 1e3)}})},
+            {"cap", {{"final_bps", st.cap_bps}, {"changes", st.cap_changes}}},
+            {"downgrade",
+             {{"flows", st.downgrades},
+              {"returned_flows", st.returns},
+              {"still_downgraded", st.downgraded_flows},
+              {"packets", st.downgraded_packets},
+              {"bytes", st.downgraded_bytes},
+              {"returned_packets", st.returned_packets},
+              {"returned_bytes", st.returned_bytes}}},
+            {"pressure_events", st.pressure_events},
+            {"series", series},
+        };
+        if (s.min_share_ppm != 0)
+            entry["min_share"] = {{"met", st.share_windows_met},
+                                  {"missed", st.share_windows_missed}};
+        classes[s.class_name] = std::move(entry);
+    }
+    json events = json::array();
+    for (const slo::SloEvent& e : slo_->events) {
+        const slo::SloClassSpec& s = slo_->classes.at(e.class_index).spec;
+        events.push_back({{"t_s", since(e.time_ns)},
+                          {"class", s.class_name},
+                          {"kind", slo::to_string(e.kind)},
+                          {"reason", slo::to_string(e.reason)},
+                          {"cap_bps", e.new_cap_bps},
+                          {"flows", e.flows},
+                          {"bytes", e.bytes},
+                          {"text", slo::describe(e, s)}});
+    }
+    return {{"classes", classes}, {"events", events}};
 }
 
 size_t ReplayReport::coarsen_series(uint64_t departure_ns) {
@@ -273,6 +404,52 @@ std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
                       static_cast<unsigned long long>(r->dropped_packets()),
                       static_cast<unsigned long long>(r->queued_at_end()));
         out += line;
+        if (r->slo()) {
+            for (const SloReport::Class& c : r->slo()->classes) {
+                const slo::SloClassStats& st = c.stats;
+                std::string objective;
+                if (c.spec.has_latency) {
+                    std::snprintf(line, sizeof line, "%s<=%.0fus", slo::to_string(c.spec.percentile),
+                                  static_cast<double>(c.spec.target_ns) / 1e3);
+                    objective = line;
+                }
+                if (c.spec.min_share_ppm != 0) {
+                    std::snprintf(line, sizeof line, "%sshare>=%.1f%%",
+                                  objective.empty() ? "" : ",",
+                                  static_cast<double>(c.spec.min_share_ppm) / 1e4);
+                    objective += line;
+                }
+                std::snprintf(line, sizeof line,
+                              "%-10s slo %-10s %s per %.3g ms: %llu/%llu windows met (%.1f%%)",
+                              r->discipline().c_str(), c.spec.class_name.c_str(),
+                              objective.c_str(), static_cast<double>(c.spec.window_ns) / 1e6,
+                              static_cast<unsigned long long>(st.windows_met),
+                              static_cast<unsigned long long>(st.windows_met + st.windows_missed),
+                              st.attainment() * 100.0);
+                std::string text = line;
+                if (c.spec.has_latency && st.windows_met + st.windows_missed != 0) {
+                    std::snprintf(line, sizeof line, ", worst %.1f us",
+                                  static_cast<double>(st.worst_percentile_ns) / 1e3);
+                    text += line;
+                }
+                if (c.spec.adapt_cap) {
+                    std::snprintf(line, sizeof line, "; cap %llu changes, ends at %.2f Gbit/s",
+                                  static_cast<unsigned long long>(st.cap_changes),
+                                  static_cast<double>(st.cap_bps) / 1e9);
+                    text += line;
+                }
+                if (c.spec.downgrade) {
+                    std::snprintf(line, sizeof line,
+                                  "; %llu flows downgraded to %s (%.3f MB), %llu returned",
+                                  static_cast<unsigned long long>(st.downgrades),
+                                  c.spec.downgrade_class_name.c_str(),
+                                  static_cast<double>(st.downgraded_bytes) / 1e6,
+                                  static_cast<unsigned long long>(st.returns));
+                    text += line;
+                }
+                out += text + "\n";
+            }
+        }
         for (const auto& p : r->pfc()) {
             std::snprintf(line, sizeof line,
                           "%-10s %-10s priority %d: pauses sent %llu, sender held %.3f ms "

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "replay/virtual_link.h"
+#include "slo/governor.h"
 
 namespace twinlane::replay {
 
@@ -43,6 +44,28 @@ struct ClassStats {
     // class's backlogged_wire_bytes; the others' share is settled when the period ends.
     uint64_t backlog_start_link_wire_bytes = 0;
     uint64_t backlog_start_own_wire_bytes = 0;
+    // Packets that changed class while queued or at admission (an SLO downgrade, its return):
+    // rx + moved_in - moved_out = tx + drops + still queued, per class.
+    uint64_t moved_in_packets = 0, moved_in_bytes = 0;
+    uint64_t moved_out_packets = 0, moved_out_bytes = 0;
+    // With track_shares_by_class(): while backlogged, each class's wire bytes (by class id).
+    std::vector<uint64_t> backlogged_class_wire_bytes;
+    std::vector<uint64_t> backlog_start_class_wire_bytes;
+};
+
+// What the SLO governor of a replay measured and did, per class (slo/governor.h), copied out
+// at the end of the run.
+struct SloReport {
+    struct Class {
+        slo::SloClassSpec spec;
+        slo::SloClassStats stats;
+        std::vector<slo::WindowRecord> windows;
+    };
+    std::vector<Class> classes;
+    std::vector<slo::SloEvent> events;
+    uint64_t events_dropped = 0;
+
+    static SloReport from(const slo::SloGovernor& governor);
 };
 
 class ReplayReport {
@@ -82,11 +105,7 @@ public:
         ClassStats& c = classes_.at(class_id);
         ++c.rx_packets;
         c.rx_bytes += frame_bytes;
-        if (c.queued++ == 0) {
-            c.backlog_since_ns = now_ns;
-            c.backlog_start_link_wire_bytes = link_wire_bytes_;
-            c.backlog_start_own_wire_bytes = c.backlogged_wire_bytes;
-        }
+        if (c.queued++ == 0) start_backlog(c, now_ns);
         return ticket;
     }
     // Whether packets of this class get a non-empty ticket (members to credit).
@@ -122,11 +141,27 @@ public:
         // (leave_queue): O(1) per departure instead of a pass over the classes.
         const uint64_t wire = wire_bytes(frame_bytes);
         link_wire_bytes_ += wire;
+        if (!class_wire_bytes_.empty()) [[unlikely]] class_wire_bytes_[class_id] += wire;
         if (c.queued != 0) c.backlogged_wire_bytes += wire;
         leave_queue(c, departure_ns);
         if (ticket.flow != nullptr) bulk_flows_.depart(*ticket.flow, frame_bytes);
         if (ticket.job != nullptr) bulk_jobs_.depart(*ticket.job, frame_bytes);
     }
+    // `packets` (of `bytes`) arrived or queued as `from` now count as `to` (slo::ClassMove).
+    void on_class_move(uint8_t from, uint8_t to, uint32_t packets, uint64_t bytes,
+                       uint64_t now_ns);
+    void set_slo(SloReport slo) { slo_ = std::move(slo); }
+    // Also split what others sent while a class was backlogged by class (the report's
+    // "backlogged.wire_bytes_by_class"): how much of what inference left training took. Off by
+    // default (a copy of every class's counter each time a class becomes backlogged).
+    void track_shares_by_class() {
+        class_wire_bytes_.assign(classes_.size(), 0);
+        for (ClassStats& c : classes_) {
+            c.backlogged_class_wire_bytes.assign(classes_.size(), 0);
+            c.backlog_start_class_wire_bytes.assign(classes_.size(), 0);
+        }
+    }
+    const std::optional<SloReport>& slo() const { return slo_; }
     void on_finish(uint64_t queued_at_end, uint64_t end_ns);
     // A record stamped `back_ns` earlier than the arrival before it (a capture merged from
     // several queues or interfaces without sorting): replayed at that earlier arrival's time.
@@ -160,8 +195,11 @@ public:
     const nlohmann::json& pfc() const { return pfc_; }
 
 private:
+    nlohmann::json slo_json() const;
+
     std::string discipline_;
     uint64_t link_rate_bps_;
+    std::optional<SloReport> slo_;
     uint8_t bulk_class_;
     uint64_t series_interval_ns_;
     std::vector<ClassStats> classes_;
@@ -178,6 +216,7 @@ private:
     uint64_t end_ns_ = 0;
     nlohmann::json pfc_;
     uint64_t link_wire_bytes_ = 0;  // every class's wire bytes sent so far
+    std::vector<uint64_t> class_wire_bytes_;  // by class, with track_shares_by_class()
     // The throughput-series interval of the last departure, [start, end) in ns: departures
     // come in time order, so the division is needed once per interval.
     size_t interval_index_ = 0;
@@ -208,7 +247,18 @@ private:
             settle_others(c);
         }
     }
+    void start_backlog(ClassStats& c, uint64_t now_ns) {
+        c.backlog_since_ns = now_ns;
+        c.backlog_start_link_wire_bytes = link_wire_bytes_;
+        c.backlog_start_own_wire_bytes = c.backlogged_wire_bytes;
+        if (!class_wire_bytes_.empty()) [[unlikely]]
+            std::copy(class_wire_bytes_.begin(), class_wire_bytes_.end(),
+                      c.backlog_start_class_wire_bytes.begin());
+    }
     void settle_others(ClassStats& c) const {
+        for (size_t k = 0; k < class_wire_bytes_.size(); ++k)
+            c.backlogged_class_wire_bytes[k] +=
+                class_wire_bytes_[k] - c.backlog_start_class_wire_bytes[k];
         c.backlogged_others_wire_bytes += (link_wire_bytes_ - c.backlog_start_link_wire_bytes) -
                                           (c.backlogged_wire_bytes - c.backlog_start_own_wire_bytes);
     }

@@ -92,6 +92,20 @@ void validate(const GenOptions& options) {
     require(std::isfinite(options.ipv6_fraction) && options.ipv6_fraction >= 0 &&
                 options.ipv6_fraction <= 1,
             "ipv6 fraction must be between 0 and 1");
+    require(std::isfinite(options.surge_factor) && options.surge_factor >= 1 &&
+                options.surge_factor <= 1000,
+            "surge factor must be between 1 and 1000");
+    if (options.surge_factor > 1) {
+        require(options.surge_end_ns > options.surge_start_ns &&
+                    options.surge_end_ns <= options.duration_ns,
+                "surge interval must lie inside the duration (start before end)");
+        require(options.surge_end_ns - options.surge_start_ns >= 2'000'000,
+                "surge interval must be at least 2 ms");
+        require(options.surge_clients <= 4000, "surge clients must be at most 4000");
+        require(options.surge_clients != 0 || options.inference_clients != 0,
+                "a surge needs clients (surge clients, or inference clients)");
+        require(options.inference_load > 0, "a surge multiplies the inference load: it is 0");
+    }
 }
 
 double GenSummary::offered_bps(TrafficClass traffic_class) const {
@@ -117,9 +131,12 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
         summary_.components.push_back({std::move(name), traffic_class, job, {}});
         return static_cast<uint32_t>(summary_.components.size() - 1);
     };
-    const auto add_source = [&](std::unique_ptr<FrameSource> source, uint32_t component) {
+    const auto add_source = [&](std::unique_ptr<FrameSource> source, uint32_t component,
+                                bool edge = true) {
         sources_.push_back(std::move(source));
         component_of_source_.push_back(component);
+        through_edge_link_.push_back(
+            edge && summary_.components[component].traffic_class != TrafficClass::training);
     };
     const double link = options.link_rate_bps;
     const double duration = static_cast<double>(options.duration_ns);
@@ -187,13 +204,13 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
     }
 
     // A request/response profile becomes two sources per client, one per direction.
-    const auto add_client = [&](TransactionSpec spec, uint32_t component) {
-        spec.duration_ns = options.duration_ns;
+    const auto add_client = [&](TransactionSpec spec, uint32_t component, bool edge = true) {
+        if (spec.duration_ns == 0) spec.duration_ns = options.duration_ns;
         spec.seed = source_seed(options.seed, next_source_id++);
         add_source(std::make_unique<TransactionSource>(spec, TransactionDirection::requests),
-                   component);
+                   component, edge);
         add_source(std::make_unique<TransactionSource>(spec, TransactionDirection::responses),
-                   component);
+                   component, edge);
     };
 
     // Inference: gRPC/HTTP2 clients of model servers, DSCP 0 (untrusted marking).
@@ -285,6 +302,42 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
         ++profile_index;
     }
 
+    // The surge, after every other source so that their seeds do not move.
+    if (options.surge_factor > 1) {
+        const uint32_t surge_clients =
+            options.surge_clients != 0 ? options.surge_clients : options.inference_clients;
+        const uint64_t surge_ns = options.surge_end_ns - options.surge_start_ns;
+        const double extra_load = (options.surge_factor - 1) * options.inference_load;
+        const uint32_t component =
+            add_component("inference surge", TrafficClass::inference, -1);
+        for (uint32_t client = 0; client < surge_clients; ++client) {
+            const uint32_t port = client % 4;
+            TransactionSpec spec;
+            // 198.19.16.0 and up: clear of the base clients (at most 4000: 198.19.0-15.x).
+            spec.client = IpAddress::v4(ipv4(198, 19, 16 + client / 250, 1 + client % 250));
+            spec.server = benchmark_v4(200, 1 + port);
+            spec.client_port = static_cast<uint16_t>(49152 + 4000 + client);
+            spec.server_port = kInferencePorts[port];
+            spec.protocol = L4Protocol::tcp;
+            spec.framing = AppFraming::grpc;
+            spec.request_min_bytes = 100;
+            spec.request_max_bytes = 600;
+            spec.response_min_bytes = 1000;
+            spec.response_max_bytes = 16000;
+            spec.mss_bytes = kMssBytes;
+            spec.client_rate_bps = std::min(spec.client_rate_bps, link);
+            spec.server_rate_bps = std::min(spec.server_rate_bps, link);
+            spec.service_min_ns = 50'000;
+            spec.service_max_ns = 500'000;
+            spec.start_ns = options.surge_start_ns;
+            spec.duration_ns = surge_ns;
+            spec.budget_bytes =
+                extra_load * link * static_cast<double>(surge_ns) / 8e9 / surge_clients;
+            spec.pattern = ArrivalPattern::poisson;
+            add_client(spec, component, false);
+        }
+    }
+
     for (uint32_t source = 0; source < sources_.size(); ++source) {
         if (sources_[source]->advance()) heap_.push({sources_[source]->timestamp_ns(), source});
     }
@@ -307,9 +360,7 @@ bool TrafficGenerator::next(GeneratedFrame& frame) {
     // Edge traffic shares one ingress link: a frame that would arrive while that link is still
     // carrying an earlier one arrives when it is free (per-source order is kept, as each
     // source's next frame enters the heap only after this one is handed out).
-    while (edge_ingress_link_ &&
-           summary_.components[component_of_source_[top.source]].traffic_class !=
-               TrafficClass::training &&
+    while (edge_ingress_link_ && through_edge_link_[top.source] != 0 &&
            top.timestamp_ns < edge_link_free_ns_) {
         heap_.push({edge_link_free_ns_, top.source});
         top = heap_.top();
@@ -317,7 +368,7 @@ bool TrafficGenerator::next(GeneratedFrame& frame) {
     }
     const FrameSource& source = *sources_[top.source];
     ComponentSummary& component = summary_.components[component_of_source_[top.source]];
-    if (edge_ingress_link_ && component.traffic_class != TrafficClass::training) {
+    if (edge_ingress_link_ && through_edge_link_[top.source] != 0) {
         const double bits =
             8.0 * static_cast<double>(wire_bytes(static_cast<uint32_t>(source.frame().size())));
         edge_link_free_ns_ =

@@ -46,6 +46,16 @@ struct GenOptions {
     // rate (frontends, users), so together they never arrive faster than that link carries;
     // training comes from many fast GPU hosts at once and is not limited this way.
     bool edge_ingress_link = true;
+    // An inference surge: during [surge_start_ns, surge_end_ns) the inference load is
+    // surge_factor times inference_load. The extra (factor - 1) x inference_load comes from
+    // surge_clients clients of their own (0: as many as inference_clients), steady (Poisson)
+    // over the interval, spread over many or few of them; they reach the gateway through
+    // ingress links of their own (many frontends at once), not the edge link, so a surge can
+    // exceed the link rate. Off while surge_factor is 1.
+    double surge_factor = 1.0;
+    uint64_t surge_start_ns = 0;
+    uint64_t surge_end_ns = 0;
+    uint32_t surge_clients = 0;
     // Lossless training: only RoCEv2 collectives (no NCCL-over-TCP jobs, no checkpoint writes),
     // marked with `roce_dscp`, and with `roce_pcp` (0-7) an 802.1Q priority tag (VLAN 0).
     bool roce_only = false;
@@ -116,6 +126,7 @@ class TrafficGenerator {
 
     std::vector<std::unique_ptr<FrameSource>> sources_;
     std::vector<uint32_t> component_of_source_;
+    std::vector<uint8_t> through_edge_link_;  // per source: shares the edge ingress link
     std::priority_queue<HeapEntry, std::vector<HeapEntry>, std::greater<>> heap_;
     int32_t last_source_ = -1;  // advanced lazily so its frame stays valid for the caller
     bool edge_ingress_link_ = true;

@@ -360,7 +360,8 @@ bool TransactionSource::next_transaction() {
     const double remaining = static_cast<double>(transactions_ - index_);
     const double draw = 1.0 - arrival_rng_.uniform01();  // (0, 1]
     order_statistic_ = 1.0 - (1.0 - order_statistic_) * std::pow(draw, 1.0 / remaining);
-    next.arrival_ns = clock_.real_time(order_statistic_ * clock_.total_on_ns());
+    next.arrival_ns = static_cast<double>(spec_.start_ns) +
+                      clock_.real_time(order_statistic_ * clock_.total_on_ns());
     current_ = next;
     ++index_;
 

@@ -128,6 +128,7 @@ struct TransactionSpec {
     double server_rate_bps = 25e9;
     double budget_bytes = 0;  // frame bytes of both directions within the duration
     uint64_t duration_ns = 0;
+    uint64_t start_ns = 0;  // the duration starts here (a surge client's interval)
     ArrivalPattern pattern = ArrivalPattern::poisson;
     double on_mean_ns = 1e6;
     double off_mean_ns = 3e6;

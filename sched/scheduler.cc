@@ -1060,11 +1060,24 @@ std::optional<ValidationError> Scheduler::migrate_from(Scheduler& old_tree) {
     return std::nullopt;
 }
 
-uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
-    if (from == to || from >= leaves_.size() || to >= leaves_.size()) return 0;
+bool Scheduler::set_shaper_rate(uint32_t node, uint64_t rate_bits_per_sec, uint64_t now_ns) {
+    if (node >= nodes_.size() || rate_bits_per_sec == 0 || rate_bits_per_sec > kMaxRateBitsPerSec)
+        return false;
+    NodeSpec& spec = spec_.nodes[node];
+    if (spec.shaper.rate_bits_per_sec == 0) return false;
+    TokenBucket& shaper = nodes_[node].shaper;
+    shaper.refill(now_ns);  // what the old rate earned until now
+    shaper.configure(rate_bits_per_sec, spec.shaper.burst_bytes);
+    spec.shaper.rate_bits_per_sec = rate_bits_per_sec;
+    return true;
+}
+
+MoveResult Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, UserStamp stamp,
+                                DroppedPacket* drops, uint32_t drop_capacity) {
+    if (from == to || from >= leaves_.size() || to >= leaves_.size()) return {};
     Leaf& source = leaves_[from];
     Leaf& target = leaves_[to];
-    if (source.packets == 0) return 0;
+    if (source.packets == 0) return {};
     // Take the flow's packets out of its bucket in `source` (shared with colliding flows, which
     // stay), keeping their order in a chain.
     Flow& bucket = flows_[source.first_flow + (flow_hash & source.flow_mask)];
@@ -1097,7 +1110,7 @@ uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
         bytes += slots_[slot].length_bytes;
         slot = next;
     }
-    if (packets == 0) return 0;
+    if (packets == 0) return {};
     // An emptied bucket may stay on the leaf's flow lists: dequeue drops empty flows lazily.
     bucket.packets -= packets;
     bucket.bytes -= bytes;
@@ -1108,23 +1121,43 @@ uint32_t Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
     if (source.packets == 0) deactivate(source.node);
 
     FlowAppend append;
+    MoveResult result;
     const uint32_t target_flow = target.first_flow + (flow_hash & target.flow_mask);
     for (uint32_t slot = chain_head; slot != kInvalid;) {
         const uint32_t next = next_slot_[slot];
         next_slot_[slot] = kInvalid;
-        slots_[slot].leaf = to;  // the descriptor names the leaf it is queued in
-        append_to_flow(target, target_flow, slot, slots_[slot].length_bytes, append);
+        Packet& packet = slots_[slot];
+        packet.leaf = to;  // the descriptor names the leaf it is queued in
+        packet.user = static_cast<uint8_t>((packet.user & ~stamp.mask) | (stamp.value & stamp.mask));
+        const uint32_t length = packet.length_bytes;
+        const bool full_packets = target.packets + result.packets >= target.limit_packets;
+        const bool full_bytes = target.bytes + result.bytes + length > target.limit_bytes;
+        if ((full_packets || full_bytes) && result.dropped < drop_capacity) {
+            // Past the target's limits: dropped there, as an arrival would be.
+            const DropReason reason =
+                full_packets ? DropReason::queue_full_packets : DropReason::queue_full_bytes;
+            target.counters.count_drop(reason, length);
+            drops[result.dropped++] = DroppedPacket{packet, reason};
+            result.dropped_bytes += length;
+            free_slots_[pool_free_count_++] = slot;
+            --queued_packets_;
+        } else {
+            append_to_flow(target, target_flow, slot, length, append);
+            ++result.packets;
+            result.bytes += length;
+        }
         slot = next;
     }
     append.flush(flows_);
-    target.counters.packets_in.add(packets);
-    target.counters.bytes_in.add(bytes);
-    target.bytes += bytes;
+    if (result.packets == 0) return result;
+    target.counters.packets_in.add(result.packets);
+    target.counters.bytes_in.add(result.bytes);
+    target.bytes += result.bytes;
     const bool was_idle = target.packets == 0;
-    target.packets += packets;
+    target.packets += result.packets;
     publish_depth(target);
     if (was_idle) activate(target.node);
-    return packets;
+    return result;
 }
 
 // ---- introspection ------------------------------------------------------------------------

@@ -37,6 +37,14 @@
 
 namespace twinlane::sched {
 
+// What Scheduler::move_flow moved (and dropped at the target's limits, when asked to).
+struct MoveResult {
+    uint32_t packets = 0;
+    uint64_t bytes = 0;
+    uint32_t dropped = 0;
+    uint64_t dropped_bytes = 0;
+};
+
 struct DequeueResult {
     uint32_t packets = 0;       // written to `out`, in scheduling order
     uint32_t dropped = 0;       // CoDel drops written to `drops`
@@ -118,7 +126,30 @@ public:
     // packets_in of `to`. O(packets queued in the flow's bucket of `from`) (all of `from` for
     // a fifo leaf) plus O(children) per ancestor left idle. Returns the packets moved; 0 when
     // `from` == `to` or either is not a leaf id. Owning lcore, between enqueue/dequeue calls.
-    uint32_t move_flow(uint16_t from, uint16_t to, uint32_t flow_hash);
+    uint32_t move_flow(uint16_t from, uint16_t to, uint32_t flow_hash) {
+        return move_flow(from, to, flow_hash, UserStamp{}).packets;
+    }
+    // The same, and the moved packets' `user` bits under `mask` become `value`'s (the rest,
+    // e.g. a PFC tag, stays), so that they leave counted in the class they moved to (an SLO
+    // downgrade, slo/governor.h). A zero mask changes nothing. With `drops`, the target's
+    // limits hold: packets that would take it past them are dropped there (written to
+    // `drops`, counted as the target's queue_full drops, up to `drop_capacity`; beyond that
+    // they are moved all the same), as if they had arrived in it; the rest keep their order.
+    struct UserStamp {
+        uint8_t value = 0;
+        uint8_t mask = 0;
+    };
+    MoveResult move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, UserStamp stamp,
+                         DroppedPacket* drops = nullptr, uint32_t drop_capacity = 0);
+
+    // The shaper of `node` runs at `rate_bits_per_sec` from `now_ns` on (tokens earned at the
+    // old rate until then are kept; the bucket depth is unchanged); the spec() says so too.
+    // O(1), no allocation: for a controller on the owning lcore, between bursts. False (and
+    // nothing changed) for a node without a shaper, a rate of 0 or above kMaxRateBitsPerSec.
+    bool set_shaper_rate(uint32_t node, uint64_t rate_bits_per_sec, uint64_t now_ns);
+
+    // Bytes queued in `leaf` now (the owner's view; other threads read leaf_counters()).
+    uint64_t leaf_queued_bytes(uint16_t leaf) const { return leaves_[leaf].bytes; }
 
     // Holds node `node` and its subtree until `until_ns` (0: releases it now), as a PFC pause of
     // the priority the node's class is bound to: dequeue skips it as it skips a shaper that does

@@ -2,7 +2,9 @@
 # README command 1: set up, build, and run twinlane's main job on a built-in default with no
 # NIC: generate a mixed AI workload (training offered at 110% of a 10G link, inference 5%,
 # other 2%), replay it in virtual time under twinlane, a FIFO and DPDK's rte_sched, print the
-# comparison and draw the plots; then a lossless training lane under an incast (PFC).
+# comparison and draw the plots; then a lossless training lane under an incast (PFC), and an
+# inference surge (25x for 20 ms) under conf/inference-slo.yaml with and without its SLO
+# controller (README.md, "Latency SLOs").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,3 +48,10 @@ mkdir -p "$lossless"
     --pfc-pause 10ms:3:2ms --report "$lossless/report.json"
 "$plot_python" tools/plot_report.py "$lossless/report.json" --out-dir "$lossless"
 echo "report: $lossless/report.json  plots: $lossless/*.png (pauses shaded)"
+
+echo
+echo "== 5. inference surging to 25x (10-30 ms of 100 ms) under conf/inference-slo.yaml,"
+echo "      with its SLO controller and with the fixed cap (--slo-measure-only)"
+python3 tools/slo_goals.py "$twinlane" conf/inference-slo.yaml "$out/surge"
+"$plot_python" tools/plot_report.py "$out/surge/controller.json" "$out/surge/fixed.json" \
+    --out-dir "$out/surge" | grep slo_windows

@@ -10,6 +10,10 @@ rte_sched, ...). Writes into DIR:
                     lossless classes, the time their senders were paused (XOFF to XON) and
                     the egress was held by the peer's pauses is shaded
   latency_p99.png   p99 latency per class, disciplines side by side (log-y)
+  slo_windows.png   reports with an "slo" section (twinlane with an slo in the policy): each
+                    SLO class's percentile per window against its target (log-y), and the
+                    cap the controller set (one line per report, e.g. with and without the
+                    controller: --slo-measure-only)
 Optional fields may be missing: a class without "latency_cdf_us" falls back to a step CDF
 through its percentiles; one without a series is left out of the throughput panel; a plot
 with nothing to draw is skipped with a note. Needs only the standard library and matplotlib.
@@ -158,6 +162,55 @@ def plot_p99(reports, classes, out_dir):
     return save(figure, out_dir, "latency_p99.png", drew)
 
 
+def plot_slo_windows(reports, out_dir):
+    """Per-window percentile against the target, and the cap, of every SLO class."""
+    slo_classes = []
+    for report in reports:
+        for name, cls in ((report.get("slo") or {}).get("classes") or {}).items():
+            if (cls.get("objective") or {}).get("target_us") and name not in slo_classes:
+                slo_classes.append(name)  # a latency target (not a min_share floor only)
+    if not slo_classes:
+        return None  # no report has an slo section: nothing to say
+    figure, axes = plt.subplots(2, len(slo_classes), figsize=(7 * len(slo_classes), 6),
+                                squeeze=False, sharex="col")
+    drew = False
+    for column, name in enumerate(slo_classes):
+        latency, cap = axes[0][column], axes[1][column]
+        target = None
+        for report in reports:
+            cls = ((report.get("slo") or {}).get("classes") or {}).get(name)
+            series = (cls or {}).get("series") or {}
+            actions = (cls or {}).get("objective", {}).get("actions", [])
+            label = f"{report['discipline']} ({' + '.join(actions) or 'alert'})"
+            t_ms = [t * 1e3 for t in series.get("t_s", [])]
+            values = series.get("percentile_us", [])
+            points = [(t, v) for t, v in zip(t_ms, values) if isinstance(v, (int, float)) and v > 0]
+            if points:
+                latency.plot([p[0] for p in points], [p[1] for p in points], marker=".",
+                             label=label)
+                drew = True
+            caps = series.get("cap_bps", [])
+            if caps and any(c for c in caps):
+                cap.step(t_ms, [c / 1e9 for c in caps], where="post", label=label)
+            objective = cls.get("objective", {}) if cls else {}
+            if objective.get("target_us"):
+                target = (objective.get("percentile", "p"), objective["target_us"])
+        if target:
+            latency.axhline(target[1], color="red", linestyle="--",
+                            label=f"SLO {target[0]} {target[1]:g} µs")
+        latency.set_yscale("log")
+        latency.set_ylabel("window percentile (µs)")
+        latency.set_title(f"{name}: latency per SLO window")
+        latency.grid(True, which="both", alpha=0.3)
+        latency.legend()
+        cap.set_xlabel("time (ms)")
+        cap.set_ylabel("cap (Gbit/s)")
+        cap.grid(True, alpha=0.3)
+        if cap.get_legend_handles_labels()[0]:
+            cap.legend()
+    return save(figure, out_dir, "slo_windows.png", drew)
+
+
 def save(figure, out_dir, name, drew):
     path = os.path.join(out_dir, name)
     if not drew:
@@ -183,7 +236,8 @@ def main(argv=None):
     os.makedirs(args.out_dir, exist_ok=True)
     written = [plot_latency_cdfs(reports, classes, args.out_dir),
                plot_throughput(reports, classes, args.out_dir),
-               plot_p99(reports, classes, args.out_dir)]
+               plot_p99(reports, classes, args.out_dir),
+               plot_slo_windows(reports, args.out_dir)]
     for path in written:
         if path:
             print(path)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/plot_report.py on synthetic replay reports: full, sparse and malformed."""
+"""tools/plot_report.py on synthetic replay reports: full, with SLO windows, sparse and malformed."""
 
 import json
 import os
@@ -54,6 +54,32 @@ def main():
         assert result.returncode == 0, result.stderr
         for name in ["latency_cdf.png", "throughput.png", "latency_p99.png"]:
             check_png(os.path.join(out, name))
+
+        assert not os.path.exists(os.path.join(out, "slo_windows.png"))  # no slo section
+
+        # With an slo section (with and without the controller): the per-window plot.
+        slo_paths = []
+        for actions, worst in [(["adapt_cap", "downgrade"], 40.0), (["alert"], 3000.0)]:
+            report = full_report("twinlane", 5.0)
+            report["slo"] = {"classes": {
+                "inference": {
+                    "objective": {"percentile": "p99", "target_us": 50.0, "window_s": 0.001,
+                                  "actions": actions},
+                    "series": {"t_s": [k / 1000 for k in range(50)],
+                               "percentile_us": [worst if 10 <= k < 30 else 5.0
+                                                 for k in range(50)],
+                               "cap_bps": [9e9 if 10 <= k < 30 else 5e9 for k in range(50)]
+                               if len(actions) > 1 else [0] * 50}},
+                "training": {"objective": {"min_share": 0.1, "window_s": 0.001,
+                                           "actions": ["alert"]}}}}
+            path = os.path.join(tmp, f"slo-{len(slo_paths)}.json")
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump(report, handle)
+            slo_paths.append(path)
+        out = os.path.join(tmp, "slo")
+        result = run(script, slo_paths + ["--out-dir", out])
+        assert result.returncode == 0, result.stderr
+        check_png(os.path.join(out, "slo_windows.png"))
 
         # PFC pause intervals are shaded on the throughput plot; malformed ones are skipped.
         lossless = full_report("twinlane", 5.0)

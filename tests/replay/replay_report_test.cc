@@ -22,8 +22,8 @@ double nearest_rank_us(std::vector<uint64_t> v, double q) {
 
 TEST(ReplayReport, PercentilesAreExactOverAnyRangeOfLatencies) {
     std::mt19937_64 rng(7);
-    for (uint64_t max_latency : {uint64_t{1}, uint64_t{2047}, uint64_t{50'000'000},
-                                 uint64_t{1} << 40, UINT64_MAX / 4}) {
+    for (uint64_t max_latency :
+         {uint64_t{1}, uint64_t{2047}, uint64_t{50'000'000}, uint64_t{1} << 40, UINT64_MAX / 4}) {
         ReplayReport report("t", 10'000'000'000ULL, {"a", "b"}, 1, uint64_t{1} << 62);
         std::vector<uint64_t> latencies;
         for (int i = 0; i < 10'001; ++i) {
@@ -43,42 +43,52 @@ TEST(ReplayReport, PercentilesAreExactOverAnyRangeOfLatencies) {
     }
 }
 
-// The reference: every departure credits every backlogged class (itself or the others).
+// The reference: every departure credits every backlogged class (itself or the others, and
+// with track_shares_by_class() the class that sent it).
 TEST(ReplayReport, BackloggedBytesMatchAPassOverTheClassesPerDeparture) {
-    std::mt19937_64 rng(11);
-    constexpr size_t kClasses = 3;
-    ReplayReport report("t", 10'000'000'000ULL, {"a", "b", "c"}, 1, 1'000'000);
-    std::vector<uint64_t> queued(kClasses), own(kClasses), others(kClasses);
-    std::vector<std::vector<uint32_t>> fifo(kClasses);
-    uint64_t now = 1000;
-    for (int step = 0; step < 20'000; ++step) {
-        now += rng() % 500;
-        const auto c = static_cast<uint8_t>(rng() % kClasses);
-        if (rng() % 2 == 0 || fifo[c].empty()) {
-            const auto bytes = static_cast<uint32_t>(60 + rng() % 9000);
-            report.on_arrival(c, bytes, now, static_cast<uint32_t>(rng() % 8), 0);
-            fifo[c].push_back(bytes);
-            ++queued[c];
-        } else if (rng() % 8 == 0) {
-            report.on_drop(c, "queue_full_packets", now, {});
-            fifo[c].erase(fifo[c].begin());
-            --queued[c];
-        } else {
-            const uint32_t bytes = fifo[c].front();
-            fifo[c].erase(fifo[c].begin());
-            for (size_t i = 0; i < kClasses; ++i) {
-                if (queued[i] == 0) continue;
-                (i == c ? own : others)[i] += wire_bytes(bytes);
+    for (const bool by_class : {false, true}) {
+        std::mt19937_64 rng(11);
+        constexpr size_t kClasses = 3;
+        ReplayReport report("t", 10'000'000'000ULL, {"a", "b", "c"}, 1, 1'000'000);
+        if (by_class) report.track_shares_by_class();
+        std::vector<uint64_t> queued(kClasses), own(kClasses), others(kClasses);
+        std::vector<std::vector<uint64_t>> sent_by(kClasses, std::vector<uint64_t>(kClasses));
+        std::vector<std::vector<uint32_t>> fifo(kClasses);
+        uint64_t now = 1000;
+        for (int step = 0; step < 20'000; ++step) {
+            now += rng() % 500;
+            const auto c = static_cast<uint8_t>(rng() % kClasses);
+            if (rng() % 2 == 0 || fifo[c].empty()) {
+                const auto bytes = static_cast<uint32_t>(60 + rng() % 9000);
+                report.on_arrival(c, bytes, now, static_cast<uint32_t>(rng() % 8), 0);
+                fifo[c].push_back(bytes);
+                ++queued[c];
+            } else if (rng() % 8 == 0) {
+                report.on_drop(c, "queue_full_packets", now, {});
+                fifo[c].erase(fifo[c].begin());
+                --queued[c];
+            } else {
+                const uint32_t bytes = fifo[c].front();
+                fifo[c].erase(fifo[c].begin());
+                for (size_t i = 0; i < kClasses; ++i) {
+                    if (queued[i] == 0) continue;
+                    (i == c ? own : others)[i] += wire_bytes(bytes);
+                    sent_by[i][c] += wire_bytes(bytes);
+                }
+                --queued[c];
+                report.on_departure(c, bytes, now - 10, now, false, {});
             }
-            --queued[c];
-            report.on_departure(c, bytes, now - 10, now, false, {});
         }
-    }
-    // Some classes are still backlogged here: their open period counts too.
-    report.on_finish(queued[0] + queued[1] + queued[2], now);
-    for (size_t i = 0; i < kClasses; ++i) {
-        EXPECT_EQ(report.classes()[i].backlogged_wire_bytes, own[i]) << i;
-        EXPECT_EQ(report.classes()[i].backlogged_others_wire_bytes, others[i]) << i;
+        // Some classes are still backlogged here: their open period counts too.
+        report.on_finish(queued[0] + queued[1] + queued[2], now);
+        for (size_t i = 0; i < kClasses; ++i) {
+            EXPECT_EQ(report.classes()[i].backlogged_wire_bytes, own[i]) << i;
+            EXPECT_EQ(report.classes()[i].backlogged_others_wire_bytes, others[i]) << i;
+            if (by_class)
+                EXPECT_EQ(report.classes()[i].backlogged_class_wire_bytes, sent_by[i]) << i;
+            else
+                EXPECT_TRUE(report.classes()[i].backlogged_class_wire_bytes.empty()) << i;
+        }
     }
 }
 
@@ -103,7 +113,8 @@ TEST(ReplayReport, ThroughputSeriesStaysBoundedOverLongCaptures) {
         interval_s = series["interval_s"].get<double>();
         const auto& bps = series["bps"];
         EXPECT_LE(bps.size(), size_t{1} << 16);
-        for (const auto& v : bps) bytes += uint64_t(std::llround(v.get<double>() * interval_s / 8));
+        for (const auto& v : bps)
+            bytes += uint64_t(std::llround(v.get<double>() * interval_s / 8));
         // The last departure lands in the interval its time falls in.
         if (std::string(name) == "b") {
             const auto last = uint64_t(double(30 * day - (1 * ms - 1000)) / 1e9 / interval_s);
@@ -131,7 +142,8 @@ TEST(ReplayReport, FairnessWithoutJudgedMembersIsAbsentNotZero) {
     // Two flows backlogged together, served alike: judged, and fair.
     ReplayReport busy("t", 10'000'000'000ULL, {"a", "bulk"}, 1, 1'000'000);
     std::vector<ReplayReport::Ticket> tickets;
-    for (int i = 0; i < 200; ++i) tickets.push_back(busy.on_arrival(1, 1500, 1000, i % 2, 0));
+    for (int i = 0; i < 200; ++i)
+        tickets.push_back(busy.on_arrival(1, 1500, 1000, i % 2, 0));
     for (int i = 0; i < 200; ++i)
         busy.on_departure(1, 1500, 1000, 2000 + 1200 * uint64_t(i), false, tickets[size_t(i)]);
     busy.on_finish(0, 300'000);

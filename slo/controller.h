@@ -1,0 +1,172 @@
+// The SLO controller of one class: a pure function from measurements to actions. It keeps only
+// its own small state (the cap it set, how many windows in a row met the target), so a test
+// drives it with a sequence of measurements and checks the decisions; realtime (TSC time) and
+// replay (virtual time) feed it the same way through slo/governor.h.
+//
+// Two inputs:
+//   on_window(m)   a window closed: its percentile met the target or not, what the class sent
+//                  and received, its backlog, its heaviest flows and the downgraded ones.
+//   on_pressure(p) within a window, a packet of the class is about to wait (predicted: queued
+//                  bytes over the class's service rate), or has waited (a departure), longer
+//                  than guard_ns(). A window is 1-10 ms; a surge at 2x the cap builds a 50 us
+//                  queue in tens of microseconds, so waiting for the window to close would miss
+//                  the first surge windows whatever the controller then does.
+//
+// The cap (adapt_cap) moves by multiplicative increase and additive decrease: up at once when
+// the target is at risk, down by small steps when it is comfortably met. Seen from the bulk
+// classes below, whose guaranteed capacity is the link minus the cap, that is AIMD: their
+// guarantee shrinks fast in a surge and grows back slowly. Constants, and why:
+//   kIncreaseFactor 2       a missed window where the cap binds doubles the cap (at least to
+//                           the rate that arrived, over kDowngradeUtilisation), bounded by max:
+//                           each missed window costs attainment, and doubling reaches any cap
+//                           within log2(max/min) windows;
+//   kGuardFraction 1/2      pressure at half the target takes the cap straight to its max: a
+//                           queue already building within the window leaves no time for steps,
+//                           and a higher cap costs the SLO nothing (only bulk capacity);
+//   kDecreaseSteps 8        a comfortably met window lowers the cap by (max - min) / 8, so max
+//                           -> min takes 8 windows (within the 10-window settling goal) and a
+//                           burst right after a surge still finds a high cap; not while a
+//                           downgraded flow still sends (its load would come back on a lower
+//                           cap: one variable moves at a time), and only if the class's
+//                           last-window throughput stays under kDecreaseUtilisation of the lower
+//                           cap (it would not bind: no oscillation on a constant load);
+//   kComfortFraction 1/2    "comfortably met": the percentile at most half the target.
+// Downgrade (Aequitas's idea: send the excess of a latency class to a lower class), only with
+// the cap at its max (or without adapt_cap):
+//   pressure (a packet at more than kGuardFraction of the target) downgrades the pressing
+//                           packet's flow if it is at least as heavy as the mean flow of the
+//                           window so far, and only while the queue is past the target or
+//                           still growing (what stays in the class arrives faster than
+//                           kDowngradeUtilisation of its service rate, over the last tick and a
+//                           half, a tick being twice the target): a queue that built up in a
+//                           burst but no longer grows is left to drain;
+//   kMissCut 1/4            a missed window downgrades its heaviest flows until what stays
+//                           arrives at kDowngradeUtilisation of the cap, and at least a quarter
+//                           of what stayed: a class that misses below its cap cannot carry that
+//                           load within its target (its bursts, not its mean, made it late), so
+//                           what stays shrinks multiplicatively per missed window (the MD of
+//                           Aequitas's AIMD on admitted load; returns are the additive part).
+// Flows return once the target has been met for quiet_windows in a row, lightest first, while
+// what stays plus what returns fits kReturnUtilisation of the cap (a flow that sent nothing
+// fits), and only flows with nothing left queued in the lower class (the governor passes only
+// those): then nothing needs to move and nothing can be reordered. A return never lifts what
+// stays above 90% of the cap and a downgrade leaves at most 95%: a constant load settles in that
+// band.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "slo/flow_meter.h"
+
+namespace twinlane::slo {
+
+inline constexpr uint32_t kIncreaseFactor = 2;
+inline constexpr uint32_t kDecreaseSteps = 8;
+inline constexpr double kComfortFraction = 0.5;
+inline constexpr double kGuardFraction = 0.5;
+inline constexpr double kDowngradeUtilisation = 0.95;
+inline constexpr double kReturnUtilisation = 0.90;
+inline constexpr double kDecreaseUtilisation = 0.80;
+inline constexpr double kMissCut = 0.25;
+// A cap binds when the class sent at least this share of it in the window (or stayed queued).
+inline constexpr double kBindingUtilisation = 0.90;
+inline constexpr uint32_t kMaxFlowsPerDecision = 512;
+
+struct ControllerSpec {
+    uint64_t window_ns = 0;
+    uint64_t target_ns = 0;  // 0: no latency objective: the controller never acts
+    bool adapt_cap = false;
+    uint64_t cap_min_bps = 0;
+    uint64_t cap_max_bps = 0;
+    bool downgrade = false;
+    uint32_t quiet_windows = 1;
+    uint32_t max_frame_bytes = 1518;
+};
+
+struct WindowMeasurement {
+    bool idle = true;  // no packet of the class left in the window
+    bool met = true;   // the percentile was within the target (idle windows are met)
+    uint64_t percentile_ns = 0;
+    uint64_t bytes_out = 0;                // bytes of the class that left in the window
+    uint64_t bytes_in = 0;                 // bytes that arrived and stayed in the class
+    uint64_t backlog_bytes = 0;            // queued in the class when the window closed
+    uint64_t service_bps = 0;              // the rate the class is served at (its cap, or the link)
+    std::span<const FlowLoad> heaviest;    // flows in the class, heaviest first
+    std::span<const FlowLoad> downgraded;  // downgraded flows that could return (nothing of
+                                           // them queued below), bytes this window
+    uint32_t downgraded_count = 0;         // every downgraded flow
+    uint32_t downgraded_active = 0;        // downgraded flows that sent in this window
+};
+
+struct Pressure {
+    uint64_t delay_ns = 0;  // predicted or measured queueing delay
+    FlowLoad flow;          // the packet's flow, bytes so far this window
+    uint64_t mean_flow_bytes = 0;
+    uint64_t arrival_bps = 0;  // what stays in the class arrives at this rate, recently
+    uint64_t service_bps = 0;  // the rate the class is served at
+    bool flow_downgraded = false;
+    bool room = true;  // the downgrade table has room for one more flow
+};
+
+enum class Reason : uint8_t {
+    none,
+    missed_cap_binding,  // window missed, the cap bound: cap up
+    pressure,            // within a window, delay over kGuardFraction of the target
+    missed_at_max,       // window missed with the cap at max: heaviest flows down
+    met_quiet,           // met for the quiet period: flows back
+    comfortable,         // comfortably met: cap down a step
+};
+const char* to_string(Reason reason);
+
+struct FlowList {
+    std::array<FlowLoad, kMaxFlowsPerDecision> flows{};
+    uint32_t count = 0;
+    std::span<const FlowLoad> view() const { return {flows.data(), count}; }
+    bool push(const FlowLoad& f) {
+        if (count == flows.size()) return false;
+        flows[count++] = f;
+        return true;
+    }
+};
+
+struct Decision {
+    std::optional<uint64_t> cap_bps;  // the new cap, when it changes
+    Reason cap_reason = Reason::none;
+    FlowList downgrade;  // flows to move to the lower class
+    FlowList restore;    // flows to bring back
+    Reason flows_reason = Reason::none;
+
+    bool empty() const { return !cap_bps && downgrade.count == 0 && restore.count == 0; }
+};
+
+class Controller {
+  public:
+    // `cap_bps`: the cap the tree runs now (clamped into [min, max] when adapt_cap).
+    Controller(const ControllerSpec& spec, uint64_t cap_bps);
+
+    Decision on_window(const WindowMeasurement& m);
+    Decision on_pressure(const Pressure& p);
+
+    uint64_t cap_bps() const { return cap_bps_; }
+    uint32_t met_streak() const { return met_streak_; }
+    const ControllerSpec& spec() const { return spec_; }
+    // The tree's cap was set from outside (a policy change): adopt it.
+    void reset_cap(uint64_t cap_bps);
+
+    // The delay above which pressure acts (UINT64_MAX without a target).
+    uint64_t guard_ns() const { return guard_ns_; }
+
+  private:
+    uint64_t bytes_per_window(uint64_t bps, double utilisation) const;
+    void set_cap(Decision& d, uint64_t cap, Reason reason);
+
+    ControllerSpec spec_;
+    uint64_t cap_bps_ = 0;
+    uint64_t guard_ns_ = UINT64_MAX;
+    uint32_t met_streak_ = 0;
+};
+
+}  // namespace twinlane::slo

@@ -1,0 +1,369 @@
+// The SLO controller as a pure function of window measurements and pressure: step responses of
+// the cap, its bounds, the comfort and return bands (hysteresis), downgrade and return of
+// flows, and a constant load driving a simple plant to a fixed point without oscillation.
+#include "slo/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace twinlane::slo {
+namespace {
+
+constexpr uint64_t kWindowNs = 1'000'000;  // 1 ms
+constexpr uint64_t kTargetNs = 50'000;     // 50 us
+constexpr uint64_t kG = 1'000'000'000;
+
+ControllerSpec spec(bool adapt = true, bool downgrade = true) {
+    ControllerSpec s;
+    s.window_ns = kWindowNs;
+    s.target_ns = kTargetNs;
+    s.adapt_cap = adapt;
+    s.cap_min_bps = 3 * kG;
+    s.cap_max_bps = 9 * kG;
+    s.downgrade = downgrade;
+    s.quiet_windows = 2;
+    return s;
+}
+
+// Bytes a rate moves in one window.
+uint64_t bytes_at(uint64_t bps) {
+    return bps * kWindowNs / 8'000'000'000ULL;
+}
+
+WindowMeasurement missed(uint64_t in_bps, uint64_t out_bps, uint64_t backlog = 100'000) {
+    WindowMeasurement m;
+    m.idle = false;
+    m.met = false;
+    m.percentile_ns = 400'000;
+    m.bytes_in = bytes_at(in_bps);
+    m.bytes_out = bytes_at(out_bps);
+    m.backlog_bytes = backlog;
+    return m;
+}
+
+WindowMeasurement met(uint64_t percentile_ns, uint64_t in_bps) {
+    WindowMeasurement m;
+    m.idle = false;
+    m.met = true;
+    m.percentile_ns = percentile_ns;
+    m.bytes_in = m.bytes_out = bytes_at(in_bps);
+    return m;
+}
+
+TEST(SloController, MissedWithTheCapBindingDoublesTheCapUpToItsMax) {
+    Controller c(spec(), 3 * kG);
+    // Arrivals at 4G on a 3G cap: doubling (6G) covers 4G / 0.95.
+    Decision d = c.on_window(missed(4 * kG, 3 * kG));
+    ASSERT_TRUE(d.cap_bps);
+    EXPECT_EQ(*d.cap_bps, 6 * kG);
+    EXPECT_EQ(d.cap_reason, Reason::missed_cap_binding);
+    EXPECT_EQ(d.downgrade.count, 0u);
+    // Still missed and binding: bounded by the max.
+    d = c.on_window(missed(12 * kG, 6 * kG));
+    ASSERT_TRUE(d.cap_bps);
+    EXPECT_EQ(*d.cap_bps, 9 * kG);
+    EXPECT_EQ(c.cap_bps(), 9 * kG);
+    // At the max a miss downgrades instead; the cap never exceeds the max.
+    d = c.on_window(missed(12 * kG, 9 * kG));
+    EXPECT_FALSE(d.cap_bps);
+    EXPECT_EQ(c.cap_bps(), 9 * kG);
+}
+
+TEST(SloController, AMissedWindowJumpsToTheArrivalRateWhenDoublingIsNotEnough) {
+    Controller c(spec(), 3 * kG);
+    const Decision d = c.on_window(missed(8 * kG, 3 * kG));
+    ASSERT_TRUE(d.cap_bps);
+    // 8G / 0.95 = 8.42G > 2 x 3G.
+    EXPECT_NEAR(static_cast<double>(*d.cap_bps), 8e9 / kDowngradeUtilisation, 1e3);
+}
+
+TEST(SloController, AMissWhereTheCapDoesNotBindLeavesTheCap) {
+    Controller c(spec(), 3 * kG);
+    // Sent 1G of a 3G cap and nothing queued: something else made it late.
+    const Decision d = c.on_window(missed(1 * kG, 1 * kG, 0));
+    EXPECT_TRUE(d.empty());
+}
+
+TEST(SloController, ComfortablyMetStepsTheCapDownToItsMinInEightWindows) {
+    Controller c(spec(), 9 * kG);
+    std::vector<uint64_t> caps;
+    for (int w = 0; w < 12; ++w) {
+        const Decision d = c.on_window(met(10'000, 1 * kG));
+        if (d.cap_bps) {
+            EXPECT_EQ(d.cap_reason, Reason::comfortable);
+            caps.push_back(*d.cap_bps);
+        }
+    }
+    ASSERT_EQ(caps.size(), kDecreaseSteps);
+    for (size_t i = 0; i < caps.size(); ++i)
+        EXPECT_EQ(caps[i], 9 * kG - (i + 1) * (6 * kG / kDecreaseSteps));
+    EXPECT_EQ(c.cap_bps(), 3 * kG);  // and never below
+}
+
+TEST(SloController, MetButNotComfortablyHoldsTheCap) {
+    Controller c(spec(), 9 * kG);
+    // Between half the target and the target: the hysteresis band.
+    for (int w = 0; w < 20; ++w)
+        EXPECT_TRUE(c.on_window(met(30'000, 1 * kG)).empty());
+    EXPECT_EQ(c.cap_bps(), 9 * kG);
+}
+
+TEST(SloController, TheCapDoesNotStepBelowWhatTheClassUses) {
+    Controller c(spec(), 9 * kG);
+    // 6G used: a step to 8.25G leaves 6G <= 0.8 x 8.25G; 7.5G does not (6 > 6.0 is false: 6 =
+    // 0.8 x 7.5 passes); 6.75G would bind.
+    for (int w = 0; w < 20; ++w)
+        c.on_window(met(10'000, 6 * kG));
+    EXPECT_GE(static_cast<double>(c.cap_bps()) * kDecreaseUtilisation, 6e9 - 1e3);
+    EXPECT_GT(c.cap_bps(), 6 * kG);
+}
+
+TEST(SloController, PressureGoesStraightToTheMaxThenDowngradesTheHeavyFlow) {
+    Controller c(spec(), 3 * kG);
+    EXPECT_EQ(c.guard_ns(), kTargetNs / 2);
+    Pressure p;
+    p.delay_ns = kTargetNs / 2;  // at the guard: nothing
+    p.flow = {7, 0, 40'000};
+    p.mean_flow_bytes = 10'000;
+    p.service_bps = 9 * kG;
+    p.arrival_bps = 12 * kG;  // the queue grows
+    EXPECT_TRUE(c.on_pressure(p).empty());
+    p.delay_ns = kTargetNs / 2 + 1;
+    Decision d = c.on_pressure(p);
+    ASSERT_TRUE(d.cap_bps);
+    EXPECT_EQ(*d.cap_bps, 9 * kG);
+    EXPECT_EQ(d.cap_reason, Reason::pressure);
+    EXPECT_EQ(d.downgrade.count, 0u);  // one step at a time
+    // At the max: the heavy flow of a growing queue goes.
+    d = c.on_pressure(p);
+    EXPECT_FALSE(d.cap_bps);
+    ASSERT_EQ(d.downgrade.count, 1u);
+    EXPECT_EQ(d.downgrade.flows[0].flow_hash, 7u);
+    EXPECT_EQ(d.flows_reason, Reason::pressure);
+    // A queue that no longer grows (arrivals under 95% of the service) and is within the
+    // target drains by itself.
+    p.arrival_bps = 8 * kG;
+    EXPECT_TRUE(c.on_pressure(p).empty());
+    // Past the target it does not wait, and takes flows half as heavy as the mean too.
+    p.delay_ns = kTargetNs + 1;
+    p.flow.bytes = 5'000;
+    EXPECT_EQ(c.on_pressure(p).downgrade.count, 1u);
+    // A light flow, an already downgraded one, or a full table: kept.
+    p.flow.bytes = 4'999;
+    EXPECT_TRUE(c.on_pressure(p).empty());
+    p.flow.bytes = 40'000;
+    p.flow_downgraded = true;
+    EXPECT_TRUE(c.on_pressure(p).empty());
+    p.flow_downgraded = false;
+    p.room = false;
+    EXPECT_TRUE(c.on_pressure(p).empty());
+}
+
+TEST(SloController, AMissBelowTheCapStillCutsAQuarterOfWhatStays) {
+    Controller c(spec(), 9 * kG);
+    // 4G arrived on a 9G cap and it was late all the same (bursts): a quarter goes.
+    std::vector<FlowLoad> heaviest;
+    for (uint32_t f = 0; f < 20; ++f)
+        heaviest.push_back({f + 1, 0, bytes_at(4 * kG) / 20});
+    WindowMeasurement m = missed(4 * kG, 4 * kG, 0);
+    m.service_bps = 9 * kG;
+    m.heaviest = heaviest;
+    const Decision d = c.on_window(m);
+    uint64_t moved = 0;
+    for (const FlowLoad& f : d.downgrade.view())
+        moved += f.bytes;
+    EXPECT_EQ(d.downgrade.count, 5u);
+    EXPECT_GE(static_cast<double>(moved), static_cast<double>(m.bytes_in) * kMissCut);
+}
+
+TEST(SloController, AMissAtTheMaxDowngradesTheHeaviestFlowsUntilTheExcessIsCovered) {
+    Controller c(spec(), 9 * kG);
+    // 12G arrived on a 9G cap, 50 KB queued: what stays must fit 0.95 x 9G per window.
+    const std::vector<FlowLoad> heaviest = {
+        {1, 0, 200'000}, {2, 0, 150'000}, {3, 0, 100'000}, {4, 0, 100'000}, {5, 0, 50'000}};
+    WindowMeasurement m = missed(12 * kG, 9 * kG, 50'000);
+    m.service_bps = 9 * kG;
+    m.heaviest = heaviest;
+    const Decision d = c.on_window(m);
+    EXPECT_FALSE(d.cap_bps);
+    const uint64_t excess = m.bytes_in + m.backlog_bytes -
+                            static_cast<uint64_t>(bytes_at(9 * kG) * kDowngradeUtilisation);
+    uint64_t moved = 0;
+    for (uint32_t i = 0; i < d.downgrade.count; ++i) {
+        EXPECT_EQ(d.downgrade.flows[i].flow_hash, i + 1);  // heaviest first
+        moved += d.downgrade.flows[i].bytes;
+    }
+    EXPECT_GE(moved, excess);
+    // Not one flow more than needed.
+    EXPECT_LT(moved - d.downgrade.flows[d.downgrade.count - 1].bytes, excess);
+    EXPECT_EQ(d.flows_reason, Reason::missed_at_max);
+}
+
+TEST(SloController, FlowsReturnAfterTheQuietPeriodLightestFirstWithinTheRoom) {
+    Controller c(spec(), 9 * kG);
+    // 9G x 0.8 = 900 KB per window of room, 600 KB used: 300 KB for returns.
+    const std::vector<FlowLoad> down = {
+        {10, 0, 250'000}, {11, 0, 0}, {12, 0, 100'000}, {13, 0, 150'000}};
+    WindowMeasurement m = met(10'000, 0);
+    m.bytes_in = m.bytes_out = 600'000;
+    m.service_bps = 9 * kG;
+    m.downgraded = down;
+    m.downgraded_count = 4;
+    m.downgraded_active = 3;  // flow 11 sent nothing
+    // First met window: not yet quiet long enough (quiet_windows = 2), and the cap holds while
+    // downgraded flows still send.
+    EXPECT_TRUE(c.on_window(m).empty());
+    const Decision d = c.on_window(m);
+    EXPECT_FALSE(d.cap_bps);
+    ASSERT_EQ(d.restore.count, 3u);
+    EXPECT_EQ(d.restore.flows[0].flow_hash, 11u);  // sent nothing
+    EXPECT_EQ(d.restore.flows[1].flow_hash, 12u);
+    EXPECT_EQ(d.restore.flows[2].flow_hash, 13u);  // 100 + 150 KB fit 300 KB; 250 more does not
+    EXPECT_EQ(d.flows_reason, Reason::met_quiet);
+}
+
+TEST(SloController, PressureRestartsTheQuietPeriod) {
+    Controller c(spec(), 9 * kG);
+    const std::vector<FlowLoad> down = {{10, 0, 0}};
+    WindowMeasurement m = met(30'000, 1 * kG);  // met, not comfortably: the cap holds
+    m.downgraded = down;
+    m.downgraded_count = 1;
+    EXPECT_TRUE(c.on_window(m).empty());
+    Pressure p;
+    p.delay_ns = 2 * kTargetNs;
+    p.flow = {1, 0, 1};
+    p.mean_flow_bytes = 100;  // light: no action, but the window was at risk
+    EXPECT_TRUE(c.on_pressure(p).empty());
+    EXPECT_EQ(c.met_streak(), 0u);
+    EXPECT_TRUE(c.on_window(m).empty());
+    EXPECT_EQ(c.on_window(m).restore.count, 1u);
+}
+
+TEST(SloController, TheCapStepsDownWhileQuietDowngradedFlowsWaitToReturn) {
+    Controller c(spec(), 9 * kG);
+    // After a surge: the downgraded flows sent nothing, but still have packets queued below
+    // (the governor offers none for return); the cap comes down all the same.
+    WindowMeasurement m = met(10'000, 1 * kG);
+    m.downgraded_count = 30;
+    m.downgraded_active = 0;
+    const Decision d = c.on_window(m);
+    ASSERT_TRUE(d.cap_bps);
+    EXPECT_EQ(d.cap_reason, Reason::comfortable);
+    // One of them sends again: the cap holds.
+    m.downgraded_active = 1;
+    EXPECT_TRUE(c.on_window(m).empty());
+}
+
+TEST(SloController, AlertOnlyAndFloorOnlyNeverAct) {
+    Controller alert(spec(false, false), 5 * kG);
+    ControllerSpec floor_only = spec();
+    floor_only.target_ns = 0;  // a min_share without a latency target
+    Controller floor(floor_only, 5 * kG);
+    Pressure p;
+    p.delay_ns = 10 * kTargetNs;
+    p.flow = {1, 0, 1'000'000};
+    for (Controller* c : {&alert, &floor}) {
+        for (int w = 0; w < 5; ++w) {
+            EXPECT_TRUE(c->on_window(missed(20 * kG, 5 * kG)).empty());
+            EXPECT_TRUE(c->on_window(met(1'000, 1 * kG)).empty());
+            EXPECT_TRUE(c->on_pressure(p).empty());
+        }
+    }
+}
+
+TEST(SloController, TheCapStartsClampedIntoItsBounds) {
+    EXPECT_EQ(Controller(spec(), 1 * kG).cap_bps(), 3 * kG);
+    EXPECT_EQ(Controller(spec(), 20 * kG).cap_bps(), 9 * kG);
+    EXPECT_EQ(Controller(spec(false, true), 20 * kG).cap_bps(), 20 * kG);  // no adapt_cap
+}
+
+// A class whose flows offer a constant rate, on a capped lane: met while what stays is under
+// 95% of the cap (queueing stays short), missed above; sent = min(arrivals, cap).
+struct Plant {
+    std::vector<FlowLoad> flows;  // per-window bytes of each flow
+    std::vector<bool> down;
+
+    WindowMeasurement measure(const Controller& c, std::vector<FlowLoad>& heaviest,
+                              std::vector<FlowLoad>& downgraded) const {
+        uint64_t stay = 0;
+        heaviest.clear();
+        downgraded.clear();
+        for (size_t i = 0; i < flows.size(); ++i) {
+            if (down[i]) {
+                downgraded.push_back(flows[i]);
+            } else {
+                stay += flows[i].bytes;
+                heaviest.push_back(flows[i]);
+            }
+        }
+        std::sort(heaviest.begin(), heaviest.end(),
+                  [](const FlowLoad& a, const FlowLoad& b) { return a.bytes > b.bytes; });
+        const uint64_t cap_bytes = bytes_at(c.cap_bps());
+        WindowMeasurement m;
+        m.idle = stay == 0;
+        m.met = stay <= cap_bytes * 95 / 100;
+        m.percentile_ns = m.met ? (stay < cap_bytes / 2 ? 10'000 : 30'000) : 500'000;
+        m.bytes_in = stay;
+        m.bytes_out = std::min(stay, cap_bytes);
+        m.backlog_bytes = stay > cap_bytes ? stay - cap_bytes : 0;
+        m.service_bps = c.cap_bps();
+        m.heaviest = heaviest;
+        m.downgraded = downgraded;
+        m.downgraded_count = static_cast<uint32_t>(downgraded.size());
+        m.downgraded_active = m.downgraded_count;  // constant load: every flow sends
+        return m;
+    }
+    void act(const Decision& d) {
+        for (size_t i = 0; i < flows.size(); ++i) {
+            for (const FlowLoad& f : d.downgrade.view())
+                if (f.flow_hash == flows[i].flow_hash) down[i] = true;
+            for (const FlowLoad& f : d.restore.view())
+                if (f.flow_hash == flows[i].flow_hash) down[i] = false;
+        }
+    }
+};
+
+TEST(SloController, AConstantLoadSettlesAndThenNothingMoves) {
+    // Offered rates from below the min cap to twice the max, in 40 equal flows.
+    for (uint64_t offered_bps : {1 * kG, 4 * kG, 7 * kG, 9 * kG, 12 * kG, 18 * kG}) {
+        Plant plant;
+        for (uint32_t f = 0; f < 40; ++f)
+            plant.flows.push_back({f + 1, 0, bytes_at(offered_bps) / 40});
+        plant.down.assign(plant.flows.size(), false);
+        Controller c(spec(), 3 * kG);
+        std::vector<FlowLoad> heaviest, downgraded;
+        int last_change = -1;
+        int missed_after_settling = 0;
+        for (int w = 0; w < 200; ++w) {
+            const WindowMeasurement m = plant.measure(c, heaviest, downgraded);
+            if (w > 20 && !m.met) ++missed_after_settling;
+            const Decision d = c.on_window(m);
+            if (!d.empty()) last_change = w;
+            plant.act(d);
+        }
+        SCOPED_TRACE(offered_bps);
+        EXPECT_LT(last_change, 20) << "still changing at window " << last_change;
+        EXPECT_EQ(missed_after_settling, 0);
+        EXPECT_GE(c.cap_bps(), 3 * kG);
+        EXPECT_LE(c.cap_bps(), 9 * kG);
+        uint64_t down_bytes = 0;
+        for (size_t i = 0; i < plant.flows.size(); ++i)
+            if (plant.down[i]) down_bytes += plant.flows[i].bytes;
+        if (offered_bps <= 8 * kG) {
+            EXPECT_EQ(down_bytes, 0u);  // the cap alone covers it
+        } else {
+            // What stays settles between the return and the downgrade thresholds (one flow of
+            // slack): no more downgraded than needed to bring it under 90% of the max cap.
+            const auto cap_bytes = static_cast<double>(bytes_at(9 * kG));
+            const double stays = static_cast<double>(bytes_at(offered_bps) - down_bytes);
+            EXPECT_LE(stays, cap_bytes * kDowngradeUtilisation);
+            EXPECT_GE(stays + static_cast<double>(plant.flows[0].bytes),
+                      cap_bytes * kReturnUtilisation);
+            EXPECT_EQ(c.cap_bps(), 9 * kG);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace twinlane::slo
