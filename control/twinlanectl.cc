@@ -200,10 +200,9 @@ void print_classes(std::ostream& out, const json& classes, const json* previous,
         rows.push_back(std::move(row));
     }
     // SOJOURN: in the scheduler's queues; RX-TX: RX burst -> accepted by tx_burst (pipeline).
-    Row header{"CLASS",          "PKTS IN",        "PKTS OUT",      "BYTES OUT",
-               "DROPS",          "ECN MARKS",      "DEPTH PKTS",    "DEPTH BYTES",
-               "SOJOURN AVG us", "SOJOURN MAX us", "RX-TX P50 us",  "RX-TX P99 us",
-               "RX-TX P999 us",  "RX-TX MAX us"};
+    Row header{"CLASS",        "PKTS IN",      "PKTS OUT",      "BYTES OUT",      "DROPS",
+               "ECN MARKS",    "DEPTH PKTS",   "DEPTH BYTES",   "SOJOURN AVG us", "SOJOURN MAX us",
+               "RX-TX P50 us", "RX-TX P99 us", "RX-TX P999 us", "RX-TX MAX us"};
     if (previous != nullptr) header.push_back("OUT RATE");
     print_table(out, header, rows);
 }

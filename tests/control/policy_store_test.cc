@@ -280,14 +280,21 @@ TEST(PolicyStore, ClassStatsCarryThePipelineLatency) {
     const auto zero_nodes = [](size_t, const std::string&) { return sched::QueueCounters{}; };
     const auto classified = [](size_t) { return classifier::ClassCounters{}; };
     const auto latency = [](size_t cls) {
-        return ClassLatency{.packets = 10 + cls, .mean_ns = 1'000, .p50_ns = 900,
-                            .p99_ns = 4'000, .p999_ns = 9'000, .max_ns = 12'000};
+        return ClassLatency{.packets = 10 + cls,
+                            .mean_ns = 1'000,
+                            .p50_ns = 900,
+                            .p99_ns = 4'000,
+                            .p999_ns = 9'000,
+                            .max_ns = 12'000};
     };
     const json classes = class_stats_json(policy, zero_nodes, classified, latency);
     ASSERT_EQ(classes.size(), 3u);
-    EXPECT_EQ(classes[0]["latency"],
-              json({{"packets", 10}, {"mean_ns", 1'000}, {"p50_ns", 900}, {"p99_ns", 4'000},
-                    {"p999_ns", 9'000}, {"max_ns", 12'000}}));
+    EXPECT_EQ(classes[0]["latency"], json({{"packets", 10},
+                                           {"mean_ns", 1'000},
+                                           {"p50_ns", 900},
+                                           {"p99_ns", 4'000},
+                                           {"p999_ns", 9'000},
+                                           {"max_ns", 12'000}}));
     EXPECT_EQ(classes[2]["latency"]["packets"], 12);
 }
 
