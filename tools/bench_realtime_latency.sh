@@ -25,8 +25,9 @@
 # Latency is from the RX burst (as the PMD returns it) to acceptance by tx_burst, the
 # pipeline's part; on the wire a packet then follows at most the TX budget of bytes already
 # handed to the NIC. The goal line: inference p99 <= one 1500 B frame at 10G (1.2 us) + 10 us
-# (the trace's largest frames are 9014 B, 7.2 us at 10G). `invol cs`: the run's involuntary
-# context switches (the lcores preempted by other work on a shared machine).
+# (the trace's largest frames are 9014 B, 7.2 us at 10G). "runqueue wait": per lcore thread,
+# how long it was runnable but off its CPU (/proc schedstat; the main lcore's includes EAL
+# start-up): on a shared machine, the time slices other processes took.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,6 +49,27 @@ cd "$work"
 eal=(--no-huge --no-pci --no-shconf -m 512 --log-level=error)
 
 "$twinlane" --log-level warn gen -o in.pcap --link-rate 10G --duration "$duration" >gen.txt
+
+# schedstat.py PID OUT: until PID exits, every 10 ms, each lcore thread's /proc schedstat (run
+# ns, runqueue wait ns); OUT gets the last: how long the lcores were runnable but off their CPU
+# (on a shared machine, other processes' time slices). `timeout` is PID, twinlane its child.
+cat >schedstat.py <<'PY'
+import json, os, sys, time
+pid, out, last = sys.argv[1], sys.argv[2], {}
+while os.path.exists(f"/proc/{pid}"):
+    for child in os.listdir("/proc"):
+        try:
+            if not child.isdigit() or open(f"/proc/{child}/stat").read().split()[3] != pid:
+                continue
+            for tid in os.listdir(f"/proc/{child}/task"):
+                comm = open(f"/proc/{child}/task/{tid}/comm").read().strip()
+                run_ns, wait_ns = open(f"/proc/{child}/task/{tid}/schedstat").read().split()[:2]
+                last[comm if comm != "twinlane" else "lcore-main"] = [int(run_ns), int(wait_ns)]
+        except (OSError, IndexError, ValueError):
+            pass
+    time.sleep(0.01)
+json.dump(last, open(out, "w"))
+PY
 
 # policy KIND LCORES: policy-KIND-LCORES.yaml (KIND twinlane | fifo).
 policy() {
@@ -78,11 +100,12 @@ run() {
     local lcores=auto eal_lcores=0-1
     if [ "$2" = single ]; then lcores="{single: 1}" eal_lcores=1; fi
     policy "$1" "$lcores"
-    local timer=()
-    [ -x /usr/bin/time ] && timer=(/usr/bin/time -f %c -o "$1-$2-$3.cs")
-    timeout 120 "${timer[@]}" "$twinlane" --log-level warn run --json --no-control \
-        -c "policy-$1-$2.yaml" -- "${eal[@]}" -l "$eal_lcores" >"$1-$2-$3.json" 2>"$1-$2-$3.err" ||
-        { echo "twinlane run ($1, $2) failed: $(cat "$1-$2-$3.err")" >&2; exit 1; }
+    timeout 120 "$twinlane" --log-level warn run --json --no-control -c "policy-$1-$2.yaml" \
+        -- "${eal[@]}" -l "$eal_lcores" >"$1-$2-$3.json" 2>"$1-$2-$3.err" &
+    local pid=$! rc=0
+    python3 "$work/schedstat.py" "$pid" "$1-$2-$3.sched"
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 0 ] || { echo "twinlane run ($1, $2) failed: $(cat "$1-$2-$3.err")" >&2; exit 1; }
 }
 
 # Alternated, so that a slower moment of a shared machine does not fall on one case only.
@@ -106,9 +129,12 @@ for layout in LAYOUTS:
         lat = []
         for n, r in enumerate(reports, 1):
             try:
-                cs = int(open(f"{kind}-{layout}-{n}.cs").read().split()[-1])
-            except (OSError, ValueError, IndexError):
-                cs = None
+                sched = json.load(open(f"{kind}-{layout}-{n}.sched"))
+            except (OSError, ValueError):
+                sched = {}
+            # Runqueue wait of the lcore threads, ms (the main lcore's includes EAL start-up).
+            waits = {k: round(v[1] / 1e6, 1) for k, v in sched.items()
+                     if k.startswith("rte-worker") or k == "lcore-main"}
             c = next(k for k in r["classes"] if k["name"] == cls)
             lat.append({q: c[f"latency_{q}_ns"] / 1e3 for q in ("p50", "p99", "p999", "max")}
                        | {"packets": c["tx_packets"],
@@ -116,7 +142,8 @@ for layout in LAYOUTS:
                           + sum(r["dropped"].values()) + r["queued"],
                           "rx": r["rx_packets"], "tx": r["tx_packets"],
                           "dropped": sum(r["dropped"].values()), "queued": r["queued"],
-                          "involuntary_cs": cs,
+                          "elapsed_s": r["elapsed_s"],
+                          "runqueue_wait_ms": waits,
                           "cycles_per_packet": r["cycles_per_packet"]})
         med = {q: statistics.median(x[q] for x in lat) for q in ("p50", "p99", "p999", "max")}
         rows[(layout, kind)] = med
@@ -141,7 +168,8 @@ for case in out["cases"]:
     r = case["runs"][0]
     print(f"  {case['layout']:6} {case['policy']:8}: rx {r['rx']} tx {r['tx']} dropped "
           f"{r['dropped']} queued {r['queued']} ({'balanced' if r['balanced'] else 'UNBALANCED'})"
-          f", {case['class']} sent {r['packets']}, invol cs {r['involuntary_cs']}, cycles/packet "
+          f", {case['class']} sent {r['packets']}, lcores' runqueue wait ms {r['runqueue_wait_ms']}, "
+          f"elapsed {r['elapsed_s']:.2f} s, cycles/packet "
           + ", ".join(f"{k} {v:.0f}" for k, v in r["cycles_per_packet"].items()))
 if summary_path:
     json.dump(out, open(summary_path, "w"), indent=1)
