@@ -27,8 +27,10 @@
 //   stats(ports):   [{"name", "port_id", "rx_packets", "rx_bytes", "tx_packets", "tx_bytes",
 //                     "rx_dropped", "tx_dropped", "rx_bits_per_sec", "tx_bits_per_sec"}]
 //   stats(classes): [{"name", "class_id", "classified_packets", "classified_bytes",
-//                     "malformed_drops", "queue": QUEUE_COUNTERS}]   (queue: summed over the
-//                     class's leaves on every egress port)
+//                     "malformed_drops", "queue": QUEUE_COUNTERS, "latency": {"packets",
+//                     "mean_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"}]   (queue: summed
+//                     over the class's leaves on every egress port; latency: RX -> accepted by
+//                     tx_burst through the realtime pipeline, control/stats_json.h)
 //   stats(queues):  [{"port", "node", "parent", "kind", "leaf": bool, "class" (leaves and
 //                     per_job nodes, else null), "counters": QUEUE_COUNTERS}]  (pre-order)
 //     QUEUE_COUNTERS = control/stats_json.h's queue_counters_to_json(sched::QueueCounters).

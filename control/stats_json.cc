@@ -144,7 +144,8 @@ json slo_stats_to_json(const SloStatsEntry& entry) {
 }
 
 json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node,
-                      const ClassifiedCountersReader& read_classified, const SloReader& read_slo) {
+                      const ClassifiedCountersReader& read_classified, const SloReader& read_slo,
+                      const ClassLatencyReader& read_latency) {
     json out = json::array();
     for (size_t cls = 0; cls < policy.classes.size(); ++cls) {
         sched::QueueCounters queue;
@@ -154,12 +155,20 @@ json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read
             }
         }
         const classifier::ClassCounters classified = read_classified(cls);
+        const ClassLatency latency = read_latency ? read_latency(cls) : ClassLatency{};
         json entry = {{"name", policy.classes[cls].name},
                       {"class_id", cls},
                       {"classified_packets", classified.packets},
                       {"classified_bytes", classified.bytes},
                       {"malformed_drops", classified.drops},
-                      {"queue", queue_counters_to_json(queue)}};
+                      {"queue", queue_counters_to_json(queue)},
+                      {"latency",
+                       {{"packets", latency.packets},
+                        {"mean_ns", latency.mean_ns},
+                        {"p50_ns", latency.p50_ns},
+                        {"p99_ns", latency.p99_ns},
+                        {"p999_ns", latency.p999_ns},
+                        {"max_ns", latency.max_ns}}}};
         if (policy.classes[cls].slo) {
             json slos = json::array();
             if (read_slo) {

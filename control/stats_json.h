@@ -46,6 +46,12 @@ using SloReader = std::function<std::vector<SloStatsEntry>(size_t class_index)>;
 //  "cap_changes", "downgraded_flows", "downgrades", "returns", "downgraded_packets",
 //  "downgraded_bytes", "returned_packets", "returned_bytes", "pressure_events"}
 nlohmann::json slo_stats_to_json(const SloStatsEntry& entry);
+// A class's latency through the realtime pipeline (RX burst -> accepted by tx_burst, summed
+// over its lcores and egress ports; percentiles from dataplane/pipeline_counters.h's buckets).
+struct ClassLatency {
+    uint64_t packets = 0, mean_ns = 0, p50_ns = 0, p99_ns = 0, p999_ns = 0, max_ns = 0;
+};
+using ClassLatencyReader = std::function<ClassLatency(size_t class_index)>;
 
 // {"packets_in", "bytes_in", "packets_out", "bytes_out", "drops": {REASON: packets},
 //  "drop_bytes": {REASON: bytes}, "dropped_packets", "ecn_marked_red", "ecn_marked_codel",
@@ -58,10 +64,13 @@ nlohmann::json queue_counters_to_json(const sched::QueueCounters& counters);
 // stats(queues): every node of every egress tree, pre-order.
 nlohmann::json queue_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node);
 // stats(classes): per class, classifier counters plus its entry nodes' counters summed over
-// the egress ports, and for a class with an slo "slo": [slo_stats_to_json per egress port].
+// the egress ports, its pipeline latency {"packets", "mean_ns", "p50_ns", "p99_ns", "p999_ns",
+// "max_ns"} (zeros without `read_latency`), and for a class with an slo "slo":
+// [slo_stats_to_json per egress port].
 nlohmann::json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node,
                                 const ClassifiedCountersReader& read_classified,
-                                const SloReader& read_slo = {});
+                                const SloReader& read_slo = {},
+                                const ClassLatencyReader& read_latency = {});
 // flows_top(n): the `count` largest flows by bytes over the given tables.
 nlohmann::json flows_top_json(const conf::Policy& policy,
                               std::span<const classifier::FlowTable* const> tables, size_t count);

@@ -239,6 +239,9 @@ void print_classes(std::ostream& out, const json& classes, const json* previous,
                 std::to_string(u64(queue, "depth_bytes")),
                 micros_text(mean_ns),
                 micros_text(static_cast<double>(u64(queue, "sojourn_max_ns")))};
+        const json& latency = cls.contains("latency") ? cls["latency"] : json::object();
+        for (const char* field : {"p50_ns", "p99_ns", "p999_ns", "max_ns"})
+            row.push_back(micros_text(static_cast<double>(u64(latency, field))));
         if (previous != nullptr) {
             double rate = 0;
             if (i < previous->size() && interval_seconds > 0) {
@@ -254,8 +257,10 @@ void print_classes(std::ostream& out, const json& classes, const json* previous,
         }
         rows.push_back(std::move(row));
     }
-    Row header{"CLASS",     "PKTS IN",    "PKTS OUT",      "BYTES OUT",    "DROPS",
-               "ECN MARKS", "DEPTH PKTS", "DEPTH BYTES", "SOJOURN AVG us", "SOJOURN MAX us"};
+    // SOJOURN: in the scheduler's queues; RX-TX: RX burst -> accepted by tx_burst (pipeline).
+    Row header{"CLASS",        "PKTS IN",      "PKTS OUT",      "BYTES OUT",      "DROPS",
+               "ECN MARKS",    "DEPTH PKTS",   "DEPTH BYTES",   "SOJOURN AVG us", "SOJOURN MAX us",
+               "RX-TX P50 us", "RX-TX P99 us", "RX-TX P999 us", "RX-TX MAX us"};
     if (previous != nullptr) header.push_back("OUT RATE");
     print_table(out, header, rows);
     print_slos(out, classes);

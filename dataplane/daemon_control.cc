@@ -467,8 +467,20 @@ ApiResult DaemonControl::stats(control::StatsScope scope) {
                     }
                     return entries;
                 };
+                const control::ClassLatencyReader latency = [&](size_t cls) {
+                    control::ClassLatency l;
+                    if (cls >= snap.lanes.size()) return l;
+                    const CounterSnapshot::Lane& s = snap.lanes[cls];
+                    l.packets = s.tx_packets;
+                    l.mean_ns = s.latency_mean_ns();
+                    l.p50_ns = s.latency_percentile_ns(kP50Ppm);
+                    l.p99_ns = s.latency_percentile_ns(kP99Ppm);
+                    l.p999_ns = s.latency_percentile_ns(kP999Ppm);
+                    l.max_ns = s.latency_max_ns;
+                    return l;
+                };
                 return ApiResult::success(
-                    control::class_stats_json(policy, read, classified, slo));
+                    control::class_stats_json(policy, read, classified, slo, latency));
             }
             case control::StatsScope::queues:
                 return ApiResult::success(control::queue_stats_json(policy, read));

@@ -74,6 +74,27 @@ uint64_t sum(const std::vector<CounterSnapshot::Port>& ports, F field) {
 }
 }  // namespace
 
+uint64_t CounterSnapshot::Lane::latency_mean_ns() const {
+    return tx_packets == 0 ? 0 : latency_sum_ns / tx_packets;
+}
+
+uint64_t CounterSnapshot::Lane::latency_percentile_ns(uint32_t quantile_ppm) const {
+    // Counted from the buckets, not tx_packets: while the pipeline runs the two are read at
+    // different moments.
+    uint64_t count = 0;
+    for (uint64_t n : latency_buckets)
+        count += n;
+    if (count == 0) return 0;
+    const uint64_t rank = LatencyLayout::rank_of(count, quantile_ppm);
+    uint64_t seen = 0;
+    uint32_t b = 0;
+    for (; b < kLatencyBuckets - 1; ++b) {
+        seen += latency_buckets[b];
+        if (seen >= rank) break;
+    }
+    return std::min(LatencyLayout::bucket_upper_ns(b), latency_max_ns);
+}
+
 uint64_t CounterSnapshot::rx_packets() const {
     return sum(ports, [](const Port& p) { return p.rx_packets; });
 }
@@ -126,6 +147,9 @@ CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32
             out.dropped += in.dropped.read();
             out.latency_sum_ns += in.latency_sum_ns.read();
             out.latency_max_ns = std::max(out.latency_max_ns, in.latency_max_ns.read());
+            const LatencyBuckets& buckets = c->lane_latency[l];
+            for (uint32_t b = 0; b < kLatencyBuckets; ++b)
+                out.latency_buckets[b] += buckets[b].read();
         }
         for (uint32_t d = 0; d < kDropCauseCount; ++d)
             s.drops[d] += c->drops[d].read();

@@ -6,6 +6,10 @@
 // 64-bit value is read whole, and a snapshot across counters is consistent only once the
 // pipeline has stopped. Totals are sums over lcores (snapshot()).
 //
+// RX->TX latency is also counted per lane in slo::LatencyHistogram's log-linear buckets (each
+// value placed within 6.25% of itself), so a reader can give percentiles; the lcore publishes a
+// burst's latencies once per run of equal (lane, bucket), like the other counters.
+//
 // Conservation, checked at exit: rx = tx + sum(drops) + queued, where queued is what is still
 // in lane rings, schedulers and NIC-refused holds (0 after a completed shutdown).
 #pragma once
@@ -19,12 +23,20 @@
 #include "conf/policy.h"
 #include "sched/counters.h"
 #include "sched/relaxed_counter.h"
+#include "slo/latency_histogram.h"
 
 namespace twinlane::dataplane {
 
 using admission::kMaxLanes;
 using sched::RelaxedCounter;
 inline constexpr uint32_t kMaxPolicyPorts = conf::kMaxPorts;
+// The project's one latency bucket layout (slo/latency_histogram.h), counted in RelaxedCounters
+// here because a reader loads them while the owning lcore writes.
+using LatencyLayout = slo::LatencyHistogram;
+inline constexpr uint32_t kLatencyBuckets = LatencyLayout::kBuckets;
+using LatencyBuckets = std::array<RelaxedCounter, kLatencyBuckets>;
+// The quantiles the run report and the daemon's stats give, parts per million.
+inline constexpr uint32_t kP50Ppm = 500'000, kP99Ppm = 990'000, kP999Ppm = 999'000;
 
 enum class DropCause : uint8_t {
     malformed,       // classifier verdict `drop` (malformed packet, policy says drop)
@@ -60,7 +72,7 @@ struct LaneCounters {  // per class
     RelaxedCounter dropped;
     RelaxedCounter latency_sum_ns;  // RX burst -> accepted by tx_burst
     RelaxedCounter latency_max_ns;
-};
+};  // the latency distribution is LcoreCounters::lane_latency (kept apart: 4.9 KB per lane)
 
 // Priority flow control on one port, per priority. in/out: bytes of lossless packets from this
 // port (as ingress) entering and leaving twinlane, each lcore its share (occupancy: the sum of
@@ -87,6 +99,7 @@ struct alignas(64) LcoreCounters {
     std::array<RelaxedCounter, kDropCauseCount> drops;
     StageCounters stages;
     std::array<PfcCounters, kMaxPolicyPorts> pfc;
+    std::array<LatencyBuckets, kMaxLanes> lane_latency;  // RX->TX, as latency_sum_ns
 };
 
 // Plain totals read from a set of LcoreCounters.
@@ -97,6 +110,13 @@ struct CounterSnapshot {
     struct Lane {
         uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, dropped = 0;
         uint64_t latency_sum_ns = 0, latency_max_ns = 0;
+        std::array<uint64_t, kLatencyBuckets> latency_buckets{};  // summed over lcores
+
+        uint64_t latency_mean_ns() const;
+        // The RX->TX latency at `quantile_ppm` (parts per million) by nearest rank over the
+        // buckets, as the upper bound of its bucket (at most 6.25% above the exact value) but
+        // never above latency_max_ns. 0 when no packet was sent.
+        uint64_t latency_percentile_ns(uint32_t quantile_ppm) const;
     };
     struct Pfc {
         std::array<uint64_t, 8> tx_frames{}, tx_pause_ns{}, rx_frames{}, rx_pause_ns{}, storms{};

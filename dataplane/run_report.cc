@@ -1,5 +1,6 @@
 #include "dataplane/run_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,18 @@ namespace {
 
 double per_packet(uint64_t cycles, uint64_t packets) {
     return packets == 0 ? 0.0 : static_cast<double>(cycles) / static_cast<double>(packets);
+}
+
+// The class's non-empty latency buckets as [upper bound ns, packets], ascending; the highest
+// bound is capped at the exact max, as the percentiles are.
+nlohmann::json latency_histogram_json(const CounterSnapshot::Lane& lane) {
+    nlohmann::json out = nlohmann::json::array();
+    for (uint32_t b = 0; b < kLatencyBuckets; ++b) {
+        if (lane.latency_buckets[b] == 0) continue;
+        out.push_back({std::min(LatencyLayout::bucket_upper_ns(b), lane.latency_max_ns),
+                       lane.latency_buckets[b]});
+    }
+    return out;
 }
 
 // Per port and priority with any PFC activity: frames and paused time each way, storms.
@@ -64,8 +77,12 @@ nlohmann::json to_json(const RunReport& r) {
                            {"tx_packets", s.tx_packets},
                            {"tx_bytes", s.tx_bytes},
                            {"dropped", s.dropped},
-                           {"latency_mean_ns", s.tx_packets ? s.latency_sum_ns / s.tx_packets : 0},
-                           {"latency_max_ns", s.latency_max_ns}});
+                           {"latency_mean_ns", s.latency_mean_ns()},
+                           {"latency_p50_ns", s.latency_percentile_ns(kP50Ppm)},
+                           {"latency_p99_ns", s.latency_percentile_ns(kP99Ppm)},
+                           {"latency_p999_ns", s.latency_percentile_ns(kP999Ppm)},
+                           {"latency_max_ns", s.latency_max_ns},
+                           {"latency_histogram", latency_histogram_json(s)}});
     }
     const auto& st = c.stages;
     return {
@@ -130,16 +147,18 @@ void print_report(const RunReport& r, bool json) {
                     static_cast<unsigned long long>(c.ports[p].tx_packets),
                     static_cast<unsigned long long>(c.ports[p].tx_refused), lost.c_str());
     }
-    std::printf("\n  %-12s %12s %12s %10s %14s %14s\n", "class", "rx", "tx", "dropped",
-                "latency mean", "latency max");
+    // Latency: RX burst -> accepted by tx_burst.
+    std::printf("\n  %-12s %12s %12s %10s %10s %10s %10s %10s %10s\n", "class", "rx", "tx",
+                "dropped", "mean us", "p50 us", "p99 us", "p99.9 us", "max us");
+    const auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
     for (size_t l = 0; l < c.lanes.size(); ++l) {
         const auto& s = c.lanes[l];
-        std::printf("  %-12s %12llu %12llu %10llu %11.1f us %11.1f us\n", r.class_names[l].c_str(),
-                    static_cast<unsigned long long>(s.rx_packets),
+        std::printf("  %-12s %12llu %12llu %10llu %10.1f %10.1f %10.1f %10.1f %10.1f\n",
+                    r.class_names[l].c_str(), static_cast<unsigned long long>(s.rx_packets),
                     static_cast<unsigned long long>(s.tx_packets),
-                    static_cast<unsigned long long>(s.dropped),
-                    s.tx_packets ? static_cast<double>(s.latency_sum_ns) / s.tx_packets / 1e3 : 0.0,
-                    static_cast<double>(s.latency_max_ns) / 1e3);
+                    static_cast<unsigned long long>(s.dropped), us(s.latency_mean_ns()),
+                    us(s.latency_percentile_ns(kP50Ppm)), us(s.latency_percentile_ns(kP99Ppm)),
+                    us(s.latency_percentile_ns(kP999Ppm)), us(s.latency_max_ns));
     }
     const nlohmann::json pfc = pfc_json(r);
     if (!pfc.empty()) {

@@ -7,6 +7,8 @@
 #   tools/bench_dataplane.sh (if present)  forwarding Mpps vs dpdk-testpmd
 #   tools/bench_qos_sched.sh (if present)  forwarding Mpps vs DPDK's qos_sched (rte_sched's
 #                                          pipeline), two lcores; skipped if it cannot be built
+#   tools/bench_realtime_latency.sh        inference RX->TX latency at a saturated 10G egress,
+#                                          twinlane's tree vs one FIFO, both layouts
 # The machine may be shared and noisy: compare ratios within one run, not absolute times.
 #   MIN_TIME=0.5 tools/bench.sh   seconds per benchmark case (default 0.3)
 set -euo pipefail
@@ -24,3 +26,4 @@ fi
 if [ -x tools/bench_qos_sched.sh ]; then
     tools/bench_qos_sched.sh "$build" || [ $? = 77 ]  # 77: printed why it was skipped
 fi
+tools/bench_realtime_latency.sh "$build"

@@ -12,6 +12,7 @@
 #include "conf/load_policy.h"
 #include "conf/policy_document.h"
 #include "control/policy_store.h"
+#include "control/stats_json.h"
 #include "tests/conf/policy_test_util.h"
 
 namespace twinlane::control {
@@ -264,11 +265,37 @@ TEST(PolicyStore, PolicyShowAndStatsFollowTheRunningPolicy) {
     const ApiResult classes = store->stats(StatsScope::classes);
     ASSERT_TRUE(classes.ok());
     EXPECT_EQ(classes.value()[1]["name"], "training");
+    EXPECT_EQ(classes.value()[1]["latency"]["p99_ns"], 0);  // offline: no pipeline latency
     const ApiResult status = store->status();
     ASSERT_TRUE(status.ok());
     EXPECT_EQ(status.value()["ports"].size(), 2u);
     EXPECT_EQ(status.value()["policy_epoch"], 1);
     EXPECT_TRUE(store->flows_top(5).value().empty());
+}
+
+// stats(classes) carries each class's pipeline latency as the realtime daemon reads it.
+TEST(PolicyStore, ClassStatsCarryThePipelineLatency) {
+    auto store = make_store();
+    const conf::Policy& policy = *store->current()->policy;
+    const auto zero_nodes = [](size_t, const std::string&) { return sched::QueueCounters{}; };
+    const auto classified = [](size_t) { return classifier::ClassCounters{}; };
+    const auto latency = [](size_t cls) {
+        return ClassLatency{.packets = 10 + cls,
+                            .mean_ns = 1'000,
+                            .p50_ns = 900,
+                            .p99_ns = 4'000,
+                            .p999_ns = 9'000,
+                            .max_ns = 12'000};
+    };
+    const json classes = class_stats_json(policy, zero_nodes, classified, {}, latency);
+    ASSERT_EQ(classes.size(), 3u);
+    EXPECT_EQ(classes[0]["latency"], json({{"packets", 10},
+                                           {"mean_ns", 1'000},
+                                           {"p50_ns", 900},
+                                           {"p99_ns", 4'000},
+                                           {"p999_ns", 9'000},
+                                           {"max_ns", 12'000}}));
+    EXPECT_EQ(classes[2]["latency"]["packets"], 12);
 }
 
 // The reload-failure signal: every change request is counted by kind and outcome, and a

@@ -28,6 +28,57 @@ TEST(PipelineCounters, SnapshotSumsLcores) {
     EXPECT_EQ(s.lanes[1].latency_max_ns, 70u);
 }
 
+// Lane 0's RX->TX latencies as an lcore publishes them: `packets` in the bucket of `ns`.
+void record(LcoreCounters& c, uint64_t ns, uint64_t packets, uint32_t lane = 0) {
+    c.lane_latency[lane][LatencyLayout::bucket_of(ns)].add(packets);
+    c.lanes[lane].tx_packets.add(packets);
+    c.lanes[lane].latency_sum_ns.add(ns * packets);
+    c.lanes[lane].latency_max_ns.raise_to(ns);
+}
+
+TEST(PipelineCounters, LatencyPercentilesOverLcores) {
+    auto a = std::make_unique<LcoreCounters>();
+    auto b = std::make_unique<LcoreCounters>();
+    // 1000 packets: 900 at 2 us (lcore a), 95 at 40 us (b), 4 at 300 us (a), 1 at 5 ms (b).
+    record(*a, 2'000, 900);
+    record(*b, 40'000, 95);
+    record(*a, 300'000, 4);
+    record(*b, 5'000'000, 1);
+    record(*b, 7, 3, 1);  // another lane: not mixed in
+    const CounterSnapshot s = snapshot({a.get(), b.get()}, 1, 2);
+    const CounterSnapshot::Lane& lane = s.lanes[0];
+    // Bucket upper bounds: within 1/16 above the value, never below it.
+    const auto near = [](uint64_t reported, uint64_t exact) {
+        EXPECT_GE(reported, exact);
+        EXPECT_LE(reported, exact + exact / 16);
+    };
+    near(lane.latency_percentile_ns(kP50Ppm), 2'000);
+    near(lane.latency_percentile_ns(900'000), 2'000);   // rank 900: the last at 2 us
+    near(lane.latency_percentile_ns(901'000), 40'000);  // rank 901: the first at 40 us
+    near(lane.latency_percentile_ns(kP99Ppm), 40'000);  // rank 990 of 995 at <= 40 us
+    near(lane.latency_percentile_ns(kP999Ppm), 300'000);
+    EXPECT_EQ(lane.latency_percentile_ns(1'000'000), 5'000'000u);  // capped at the exact max
+    EXPECT_EQ(lane.latency_max_ns, 5'000'000u);
+    EXPECT_EQ(lane.latency_mean_ns(), (900 * 2'000 + 95 * 40'000 + 4 * 300'000 + 5'000'000) / 1000);
+    EXPECT_EQ(s.lanes[1].latency_percentile_ns(kP99Ppm), 7u);  // 0-15 ns are exact
+}
+
+TEST(PipelineCounters, LatencyPercentilesOfNothingAreZero) {
+    auto a = std::make_unique<LcoreCounters>();
+    const CounterSnapshot s = snapshot({a.get()}, 1, 1);
+    EXPECT_EQ(s.lanes[0].latency_percentile_ns(kP99Ppm), 0u);
+    EXPECT_EQ(s.lanes[0].latency_mean_ns(), 0u);
+}
+
+// A value beyond the layout's range lands in its last bucket and reads as the exact max.
+TEST(PipelineCounters, LatencyBeyondTheLastBucketReadsAsTheMax) {
+    auto a = std::make_unique<LcoreCounters>();
+    const uint64_t huge = uint64_t{1} << 45;
+    record(*a, huge, 1);
+    const CounterSnapshot s = snapshot({a.get()}, 1, 1);
+    EXPECT_EQ(s.lanes[0].latency_percentile_ns(kP50Ppm), huge);
+}
+
 TEST(PipelineCounters, EverySchedReasonHasADistinctCause) {
     for (uint32_t r = 0; r < sched::kDropReasonCount; ++r) {
         const DropCause cause = from_sched(static_cast<sched::DropReason>(r));

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The brief run of tools/bench_realtime_latency.sh (a 50 ms trace, one run per case): training
+# at 110% of a 10G egress, inference 5%, twinlane's default tree against one FIFO, run to
+# completion and across two lcores. Checks what holds on a loaded 2-core machine too:
+#   - every run balances: rx = tx + dropped + queued, and inference packets were sent;
+#   - run to completion, inference p99 behind the strict lane is at least 5x below the FIFO's
+#     (measured 70x: ~0.2 ms against the FIFO's 14 ms of queued link time; a preempted lcore
+#     delays only the burst in hand, so load does not close the gap).
+# Not asserted: the absolute goal (p99 <= 11.2 us, printed by the benchmark) and the two-lcore
+# ratio. With two busy lcores on a 2-core machine shared with builds the scheduler lcore loses
+# time slices while the RX lcore keeps stamping arrivals, and its inference p99 went from
+# 0.2 ms (load 1.7) to 15 ms (load 5), the FIFO's own level.
+# Usage: realtime_latency_test.sh TWINLANE BENCH_SCRIPT
+source "$(dirname "$0")/lib.sh"
+twinlane=$(realpath "$1")
+bench=$(realpath "$2")
+SUMMARY="$WORK/summary.json" "$bench" "$twinlane" --benchmark_min_time=0.01 ||
+    fail "the benchmark exited non-zero"
+python3 - "$WORK/summary.json" <<'PY' || fail "latency or accounting out of bounds"
+import json, sys
+s = json.load(open(sys.argv[1]))
+for case in s["cases"]:
+    for r in case["runs"]:
+        assert r["balanced"], (case["layout"], case["policy"], r)
+        assert r["packets"] > 100, (case["layout"], case["policy"], r)
+ratio = s["ratio_p99"]["single"]
+assert ratio >= 5, f"run to completion: FIFO p99 only {ratio:.1f}x twinlane's"
+print("PASS: balanced; FIFO/twinlane inference p99 " +
+      ", ".join(f"{k} {v:.0f}x" for k, v in s["ratio_p99"].items()))
+PY

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Inference latency through the realtime pipeline while training saturates a 10G egress: the
+# RX->TX latency percentiles of the inference class from `twinlane run`'s own per-class
+# histogram (dataplane/README.md), for twinlane's default tree (strict inference lane) and for
+# one FIFO, in the run-to-completion layout (`lcores: {single: 1}`, EAL -l 1) and the two-lcore
+# layout (`lcores: auto`, -l 0-1: RX lcore -> lane rings -> scheduler lcore).
+#
+#   tools/bench_realtime_latency.sh [TWINLANE|BUILD_DIR] [--benchmark_min_time=...]
+#   RUNS=3 DURATION=200ms tools/bench_realtime_latency.sh   (defaults; the medians are printed)
+#   SUMMARY=FILE   also write every run's numbers as JSON (the integration test reads it)
+# A --benchmark_min_time argument (tools/test.sh passes one to every benchmark) makes it a brief
+# run: one run per case of a 50 ms trace.
+#
+# Input: `twinlane gen` at its defaults for a 10G link (training 110% of it, inference 5%,
+# other 2%; training in 4-9 KB jumbo frames, inference in frames of at most 1514 bytes), read
+# by net_pcap on the ingress port. net_pcap does not pace by the timestamps: it delivers the
+# trace as fast as the RX lcore polls (here about twice real time: copying jumbo frames out of
+# the file is most of the RX cost), so the input runs faster than the port (line rate plus)
+# and the egress, paced at 10G by twinlane's TX pacer, stays saturated. TX goes to net_pcap
+# writing /dev/null. The default-like policy is conf/default.yaml's tree and classifier with
+# these two ports (mtu 9000, the default 20 us tx_budget); the FIFO policy is one class `all`
+# in one fifo leaf (the default 1024 packets / 4 MiB limit). In a FIFO every packet waits in
+# the same queue, so that class's latency is what an inference packet sees there.
+#
+# Latency is from the RX burst (as the PMD returns it) to acceptance by tx_burst, the
+# pipeline's part; on the wire a packet then follows at most the TX budget of bytes already
+# handed to the NIC. The goal line: inference p99 <= one 1500 B frame at 10G (1.2 us) + 10 us
+# (the trace's largest frames are 9014 B, 7.2 us at 10G). "runqueue wait": per lcore thread,
+# how long it was runnable but off its CPU (/proc schedstat; the main lcore's includes EAL
+# start-up): on a shared machine, the time slices other processes took.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+twinlane=${1:-$here/../build}
+[ -d "$twinlane" ] && twinlane=$twinlane/dataplane/twinlane
+[ -x "$twinlane" ] || { echo "no twinlane binary at $twinlane" >&2; exit 1; }
+twinlane=$(realpath "$twinlane")
+runs=${RUNS:-3}
+duration=${DURATION:-200ms}
+for arg in "${@:2}"; do
+    case $arg in
+        --benchmark_min_time=*) runs=1 duration=50ms ;;
+    esac
+done
+
+work=$(mktemp -d /tmp/twinlane-latency.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+eal=(--no-huge --no-pci --no-shconf -m 512 --log-level=error)
+
+"$twinlane" --log-level warn gen -o in.pcap --link-rate 10G --duration "$duration" >gen.txt
+
+# schedstat.py PID OUT: until PID exits, every 10 ms, each lcore thread's /proc schedstat (run
+# ns, runqueue wait ns); OUT gets the last: how long the lcores were runnable but off their CPU
+# (on a shared machine, other processes' time slices). `timeout` is PID, twinlane its child.
+cat >schedstat.py <<'PY'
+import json, os, sys, time
+pid, out, last = sys.argv[1], sys.argv[2], {}
+while os.path.exists(f"/proc/{pid}"):
+    for child in os.listdir("/proc"):
+        try:
+            if not child.isdigit() or open(f"/proc/{child}/stat").read().split()[3] != pid:
+                continue
+            for tid in os.listdir(f"/proc/{child}/task"):
+                comm = open(f"/proc/{child}/task/{tid}/comm").read().strip()
+                run_ns, wait_ns = open(f"/proc/{child}/task/{tid}/schedstat").read().split()[:2]
+                last[comm if comm != "twinlane" else "lcore-main"] = [int(run_ns), int(wait_ns)]
+        except (OSError, IndexError, ValueError):
+            pass
+    time.sleep(0.01)
+json.dump(last, open(out, "w"))
+PY
+
+# policy KIND LCORES: policy-KIND-LCORES.yaml (KIND twinlane | fifo).
+policy() {
+    python3 - "$1" "$2" "$here/../conf/default.yaml" <<'PY'
+import sys, yaml
+kind, lcores, default = sys.argv[1], sys.argv[2], sys.argv[3]
+p = yaml.safe_load(open(default))
+p["ports"] = [
+    {"name": "in", "device": "net_pcap0,rx_pcap=in.pcap", "rate": "10G", "mtu": 9000},
+    {"name": "out", "device": "net_pcap1,tx_pcap=/dev/null", "rate": "10G", "mtu": 9000},
+]
+p["forwarding"] = [{"from": "in", "to": "out"}]
+p["lcores"] = yaml.safe_load(lcores)
+p["metrics"] = {"enabled": False}
+p.pop("control", None)
+p["log_level"] = "warn"
+if kind == "fifo":
+    p["classes"] = ["all"]
+    p["scheduler"] = {"name": "root", "kind": "fifo", "class": "all"}
+    p["classifier"] = {"heuristics": {"default_class": "all"}}
+name = f"policy-{kind}-{'single' if 'single' in lcores else 'auto'}.yaml"
+yaml.safe_dump(p, open(name, "w"), sort_keys=False)
+PY
+}
+
+# run KIND LAYOUT N: one `twinlane run`, its report in KIND-LAYOUT-N.json.
+run() {
+    local lcores=auto eal_lcores=0-1
+    if [ "$2" = single ]; then lcores="{single: 1}" eal_lcores=1; fi
+    policy "$1" "$lcores"
+    timeout 120 "$twinlane" --log-level warn run --json --no-control -c "policy-$1-$2.yaml" \
+        -- "${eal[@]}" -l "$eal_lcores" >"$1-$2-$3.json" 2>"$1-$2-$3.err" &
+    local pid=$! rc=0
+    python3 "$work/schedstat.py" "$pid" "$1-$2-$3.sched"
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 0 ] || { echo "twinlane run ($1, $2) failed: $(cat "$1-$2-$3.err")" >&2; exit 1; }
+}
+
+# Alternated, so that a slower moment of a shared machine does not fall on one case only.
+for n in $(seq "$runs"); do
+    for layout in single auto; do
+        for kind in twinlane fifo; do run "$kind" "$layout" "$n"; done
+    done
+done
+
+python3 - "$runs" "${SUMMARY:-}" "$duration" <<'PY'
+import json, statistics, sys
+runs, summary_path, duration = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+FRAME_US = 1500 * 8 / 10e9 * 1e6  # one 1500 B frame at 10G
+GOAL_US = FRAME_US + 10
+LAYOUTS = {"single": "run to completion (1 lcore)", "auto": "RX lcore + scheduler lcore"}
+out, rows = {"goal_p99_us": GOAL_US, "cases": []}, {}
+for layout in LAYOUTS:
+    for kind in ("twinlane", "fifo"):
+        reports = [json.load(open(f"{kind}-{layout}-{n}.json")) for n in range(1, runs + 1)]
+        cls = "inference" if kind == "twinlane" else "all"
+        lat = []
+        for n, r in enumerate(reports, 1):
+            try:
+                sched = json.load(open(f"{kind}-{layout}-{n}.sched"))
+            except (OSError, ValueError):
+                sched = {}
+            # Runqueue wait of the lcore threads, ms (the main lcore's includes EAL start-up).
+            waits = {k: round(v[1] / 1e6, 1) for k, v in sched.items()
+                     if k.startswith("rte-worker") or k == "lcore-main"}
+            c = next(k for k in r["classes"] if k["name"] == cls)
+            lat.append({q: c[f"latency_{q}_ns"] / 1e3 for q in ("p50", "p99", "p999", "max")}
+                       | {"packets": c["tx_packets"],
+                          "balanced": r["rx_packets"] == r["tx_packets"]
+                          + sum(r["dropped"].values()) + r["queued"],
+                          "rx": r["rx_packets"], "tx": r["tx_packets"],
+                          "dropped": sum(r["dropped"].values()), "queued": r["queued"],
+                          "elapsed_s": r["elapsed_s"],
+                          "runqueue_wait_ms": waits,
+                          "cycles_per_packet": r["cycles_per_packet"]})
+        med = {q: statistics.median(x[q] for x in lat) for q in ("p50", "p99", "p999", "max")}
+        rows[(layout, kind)] = med
+        out["cases"].append({"layout": layout, "policy": kind, "class": cls, "median": med,
+                             "runs": lat})
+print(f"inference RX->TX latency, training at 110% of a 10G egress, inference 5% "
+      f"({duration} trace, median of {runs} run(s)), us")
+print(f"{'layout':30} {'policy':9} {'p50':>8} {'p99':>8} {'p999':>8} {'max':>9} "
+      f"{'FIFO/twinlane p99':>18}")
+for layout, label in LAYOUTS.items():
+    t, f = rows[(layout, "twinlane")], rows[(layout, "fifo")]
+    ratio = f["p99"] / t["p99"] if t["p99"] > 0 else float("inf")
+    out.setdefault("ratio_p99", {})[layout] = ratio
+    for kind, m, extra in (("twinlane", t, ""), ("one FIFO", f, f"{ratio:17.0f}x")):
+        print(f"{label:30} {kind:9} {m['p50']:8.1f} {m['p99']:8.1f} {m['p999']:8.1f} "
+              f"{m['max']:9.1f} {extra:>18}")
+for layout, label in LAYOUTS.items():
+    p99 = rows[(layout, "twinlane")]["p99"]
+    print(f"goal: inference p99 <= one 1500B-frame time at 10G ({FRAME_US:.1f} us) + 10 us = "
+          f"{GOAL_US:.1f} us: {label}: {p99:.1f} us, {'met' if p99 <= GOAL_US else 'MISSED'}")
+for case in out["cases"]:
+    r = case["runs"][0]
+    print(f"  {case['layout']:6} {case['policy']:8}: rx {r['rx']} tx {r['tx']} dropped "
+          f"{r['dropped']} queued {r['queued']} ({'balanced' if r['balanced'] else 'UNBALANCED'})"
+          f", {case['class']} sent {r['packets']}, lcores' runqueue wait ms {r['runqueue_wait_ms']}, "
+          f"elapsed {r['elapsed_s']:.2f} s, cycles/packet "
+          + ", ".join(f"{k} {v:.0f}" for k, v in r["cycles_per_packet"].items()))
+if summary_path:
+    json.dump(out, open(summary_path, "w"), indent=1)
+PY
