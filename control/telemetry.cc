@@ -3,6 +3,7 @@
 #include <rte_telemetry.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -21,8 +22,17 @@ std::string bounded(std::string text) {
     return text;
 }
 
+// A dict key: DPDK refuses (and the entry silently vanishes) any name with a character other
+// than a letter, a digit, '_' or '/'; policy names may hold '-', which becomes '_'.
+std::string dict_key(std::string text) {
+    for (char& c : text) {
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '/') c = '_';
+    }
+    return bounded(std::move(text));
+}
+
 void add_scalar(rte_tel_data* dict, const std::string& name, const json& value) {
-    const std::string key = bounded(name);
+    const std::string key = dict_key(name);
     if (value.is_string()) {
         rte_tel_data_add_dict_string(dict, key.c_str(), bounded(value.get<std::string>()).c_str());
     } else if (value.is_number_unsigned()) {
@@ -71,7 +81,7 @@ int answer_named_list(rte_tel_data* data, const ApiResult& result) {
         rte_tel_data_start_dict(container);
         fill_flat_dict(container, item);
         // keep = 0: DPDK frees the container with `data`.
-        if (rte_tel_data_add_dict_container(data, bounded(item["name"].get<std::string>()).c_str(),
+        if (rte_tel_data_add_dict_container(data, dict_key(item["name"].get<std::string>()).c_str(),
                                             container, 0) != 0) {
             rte_tel_data_free(container);
         }
@@ -108,27 +118,52 @@ int class_stats_command(const char*, const char*, rte_tel_data* data) {
     });
 }
 
-// Every SLO, keyed "CLASS@PORT", its objects flattened one level ("objective_target_ns").
+// The entries of each item's `list` array (a class's slo, a port's pfc), one dict each, keyed
+// by key_of(item, entry), flattened one level like the rest.
+template <typename KeyOf>
+int answer_entries(rte_tel_data* data, const ApiResult& result, const char* list,
+                   KeyOf&& key_of) {
+    if (!result.ok()) return answer_error(data, result.error());
+    rte_tel_data_start_dict(data);
+    if (!result.value().is_array()) return 0;
+    for (const json& item : result.value()) {
+        if (!item.is_object() || !item.contains(list) || !item[list].is_array()) continue;
+        for (const json& entry : item[list]) {
+            if (!entry.is_object()) continue;
+            rte_tel_data* container = rte_tel_data_alloc();
+            if (container == nullptr) return -ENOMEM;
+            rte_tel_data_start_dict(container);
+            fill_flat_dict(container, entry);
+            const std::string key = dict_key(key_of(item, entry));
+            if (rte_tel_data_add_dict_container(data, key.c_str(), container, 0) != 0)
+                rte_tel_data_free(container);
+        }
+    }
+    return 0;
+}
+
+// Every SLO, keyed "CLASS/PORT", its objects flattened one level ("objective_target_ns").
 int slo_stats_command(const char*, const char*, rte_tel_data* data) {
     return guarded(data, [&](DaemonApi& api) {
-        const ApiResult result = api.stats(StatsScope::classes);
-        if (!result.ok()) return answer_error(data, result.error());
-        rte_tel_data_start_dict(data);
-        if (!result.value().is_array()) return 0;
-        for (const json& cls : result.value()) {
-            if (!cls.is_object() || !cls.contains("slo") || !cls["slo"].is_array()) continue;
-            for (const json& slo : cls["slo"]) {
-                if (!slo.is_object()) continue;
-                rte_tel_data* container = rte_tel_data_alloc();
-                if (container == nullptr) return -ENOMEM;
-                rte_tel_data_start_dict(container);
-                fill_flat_dict(container, slo);
-                const std::string key = cls.value("name", "") + "@" + slo.value("port", "");
-                if (rte_tel_data_add_dict_container(data, bounded(key).c_str(), container, 0) != 0)
-                    rte_tel_data_free(container);
-            }
-        }
-        return 0;
+        return answer_entries(data, api.stats(StatsScope::classes), "slo",
+                              [](const json& cls, const json& slo) {
+                                  return cls.value("name", "") + "/" + slo.value("port", "");
+                              });
+    });
+}
+
+// Priority flow control per port and priority that has paused or been paused, keyed
+// "PORT/PRIORITY" ("east/3").
+int pfc_stats_command(const char*, const char*, rte_tel_data* data) {
+    return guarded(data, [&](DaemonApi& api) {
+        return answer_entries(data, api.stats(StatsScope::ports), "pfc",
+                              [](const json& port, const json& pfc) {
+                                  const json& priority = pfc.contains("priority")
+                                                             ? pfc["priority"]
+                                                             : json();
+                                  return port.value("name", "") + "/" +
+                                         (priority.is_number() ? priority.dump() : "?");
+                              });
     });
 }
 
@@ -157,6 +192,8 @@ std::string register_telemetry(DaemonApi& api) {
          "twinlane latency SLOs per class and egress port. Takes no parameters"},
         {"/twinlane/stats/ports", port_stats_command,
          "twinlane per-port packet, byte and drop counters. Takes no parameters"},
+        {"/twinlane/stats/pfc", pfc_stats_command,
+         "twinlane priority flow control per port and priority. Takes no parameters"},
     };
     for (const Command& command : commands) {
         const int rc = rte_telemetry_register_cmd(command.name, command.callback, command.help);

@@ -98,5 +98,34 @@ TEST_F(TelemetryTest, CommandsAnswerFromTheApi) {
         << gone.dump();
 }
 
+// A port that has sent and received pauses for priority 3.
+class PfcDaemonApi : public testing::FakeDaemonApi {
+public:
+    ApiResult stats(StatsScope scope) override {
+        if (scope != StatsScope::ports) return FakeDaemonApi::stats(scope);
+        return ApiResult::success(json::array(
+            {{{"name", "east-1"},
+              {"rx_packets", 10},
+              {"pfc", json::array({{{"priority", 3},
+                                    {"tx_pause_frames", 4},
+                                    {"rx_pause_frames", 1},
+                                    {"storms", 0}}})}}}));
+    }
+};
+
+TEST_F(TelemetryTest, PfcPerPortAndPriority) {
+    ASSERT_TRUE(eal_ok_) << "rte_eal_init failed";
+    PfcDaemonApi api;
+    ASSERT_EQ(register_telemetry(api), "");
+    const json reply = query("/twinlane/stats/pfc");
+    ASSERT_TRUE(reply.is_object() && reply.contains("/twinlane/stats/pfc")) << reply.dump();
+    const json& east = reply["/twinlane/stats/pfc"]["east_1/3"];
+    ASSERT_TRUE(east.is_object()) << reply.dump();
+    EXPECT_EQ(east["tx_pause_frames"], 4);
+    EXPECT_EQ(east["rx_pause_frames"], 1);
+    EXPECT_EQ(east["storms"], 0);
+    unregister_telemetry();
+}
+
 }  // namespace
 }  // namespace twinlane::control
