@@ -136,19 +136,6 @@ setup_namespaces() {
     in_ns $NS_S ethtool -K veth-s gro on >/dev/null 2>&1
 }
 
-# steer_host_rx HEXMASK: the end hosts' receive work (IP, TCP, the sockets) on these CPUs, by
-# RPS on their veths; 0 = where the packet arrived (the default). A frame a gateway sends into a
-# veth is received in the sender's context: for twinlane, its TX system call on the busy lcore,
-# so without RPS the server's TCP stack for four iperf3 streams runs on the lcore's CPU and
-# stalls it for as long. On a real gateway those hosts are other machines; RPS to the
-# generators' CPUs models that. The kernel set-ups keep the default: the bridge is the stack.
-steer_host_rx() {
-    in_ns $NS_C sh -c "echo $1 >/sys/class/net/veth-c/queues/rx-0/rps_cpus" ||
-        die "rps_cpus on veth-c"
-    in_ns $NS_S sh -c "echo $1 >/sys/class/net/veth-s/queues/rx-0/rps_cpus" ||
-        die "rps_cpus on veth-s"
-}
-
 # --- load: iperf3 bulk + sockperf probe ------------------------------------------------------
 # run_load NAME: prints "p50_us p99_us max_us observations bulk_mbit retransmits" to
 # $WORK/NAME.result. Every process is bounded by timeout.
@@ -366,7 +353,7 @@ EOF
 setup_namespaces
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other work skews the numbers)"
 echo "e2e: $NS_C $IP_C <-> $NS_G <-> $NS_S $IP_S, rate ${RATE_MBIT} Mbit/s, ${SECONDS_BULK} s per set-up"
-echo "CPUs: under twinlane its lcore on CPU $TL_CPU, the generators and (RPS) the end hosts' receive work on the others; kernel set-ups: all CPUs"
+echo "CPUs: under twinlane its lcore on CPU $TL_CPU, the generators on the others; kernel set-ups: all CPUs"
 echo "load: iperf3 -P 4 TCP to port $BULK_PORT (training); sockperf UDP ping-pong port $PROBE_PORT, 1000/s (inference)"
 
 MODE=${E2E_PORTS:-af_xdp}
@@ -375,7 +362,6 @@ for setup in $ONLY; do
     case $setup in
     twinlane | twinlane-fifo)
         GEN_CPUS=0-$((TL_CPU > 0 ? TL_CPU - 1 : 0))
-        steer_host_rx "$(printf '%x' $(((1 << (TL_CPU > 0 ? TL_CPU : 1)) - 1)))"
         kind=twinlane
         [ "$setup" = twinlane-fifo ] && kind=fifo
         if [ "$MODE" = af_xdp ] && [ ! -f "$XDP_OBJ" ]; then
@@ -400,7 +386,6 @@ for setup in $ONLY; do
         ;;
     kernel-prio | kernel-fifo)
         GEN_CPUS=$ALL_CPUS
-        steer_host_rx 0
         echo "== $setup: Linux bridge + HTB ${RATE_MBIT} Mbit/s (${setup#kernel-})"
         kernel_setup "${setup#kernel-}"
         run_load "$setup"
