@@ -414,19 +414,7 @@ void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* he
             }
             deferred_[deferred++] = uint8_t(i);
         }
-        while (probing != 0) {
-            uint32_t still = 0;
-            for (uint32_t j = 0; j < probing; ++j) {
-                const uint32_t i = probing_[j];
-                const Prepared& p = group_[i];
-                switch (flows_.probe(p.key, p.wide_addresses, probe_slot_[i])) {
-                    case FlowTable::Probe::found: found_[i] = &flows_.at(probe_slot_[i]); break;
-                    case FlowTable::Probe::absent: break;
-                    case FlowTable::Probe::next: probing_[still++] = uint8_t(i); break;
-                }
-            }
-            probing = still;
-        }
+        follow_probe_runs(probing);
         // Entries found stay valid: insert() moves no entry and nothing is erased before the
         // ageing step after the burst. A new flow is looked up again in finish(), so its
         // second packet in the group finds the entry its first packet inserted.
@@ -435,21 +423,39 @@ void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* he
             finish(group_[i], found_[i], wire_lengths[base + i], now_ns, out[base + i]);
         }
     }
-    if (cached && config_.aging_scan_per_burst != 0) {
-        // Sweeps paced by time: at line rate the table was swept every few ms (64 entries
-        // per burst) against a 30 s timeout. measured (callgrind, classifier_bench
-        // BM_HitPathAgeing_Burst/4096): ageing 43 -> 0 instructions/packet between sweeps.
-        bool due = true;
-        if (flows_.at_sweep_start()) {
-            due = !swept_ || flows_.size() == flows_.capacity() || now_ns < sweep_start_ns_ ||
-                  now_ns - sweep_start_ns_ >= config_.flow_idle_timeout_ns / 4;
-            if (due) {
-                swept_ = true;
-                sweep_start_ns_ = now_ns;
+    if (cached && config_.aging_scan_per_burst != 0) age_flows(now_ns);
+}
+
+[[gnu::always_inline]] inline void Classifier::follow_probe_runs(uint32_t probing) {
+    while (probing != 0) {
+        uint32_t still = 0;
+        for (uint32_t j = 0; j < probing; ++j) {
+            const uint32_t i = probing_[j];
+            const Prepared& p = group_[i];
+            switch (flows_.probe(p.key, p.wide_addresses, probe_slot_[i])) {
+                case FlowTable::Probe::found: found_[i] = &flows_.at(probe_slot_[i]); break;
+                case FlowTable::Probe::absent: break;
+                case FlowTable::Probe::next: probing_[still++] = uint8_t(i); break;
             }
         }
-        if (due) expire_flows(now_ns, config_.aging_scan_per_burst);
+        probing = still;
     }
+}
+
+void Classifier::age_flows(uint64_t now_ns) {
+    // Sweeps paced by time: at line rate the table was swept every few ms (64 entries per
+    // burst) against a 30 s timeout. measured (callgrind, classifier_bench
+    // BM_HitPathAgeing_Burst/4096): ageing 43 -> 0 instructions/packet between sweeps.
+    bool due = true;
+    if (flows_.at_sweep_start()) {
+        due = !swept_ || flows_.size() == flows_.capacity() || now_ns < sweep_start_ns_ ||
+              now_ns - sweep_start_ns_ >= config_.flow_idle_timeout_ns / 4;
+        if (due) {
+            swept_ = true;
+            sweep_start_ns_ = now_ns;
+        }
+    }
+    if (due) expire_flows(now_ns, config_.aging_scan_per_burst);
 }
 
 uint32_t Classifier::expire_flows(uint64_t now_ns, uint32_t max_visits) {

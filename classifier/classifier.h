@@ -126,6 +126,11 @@ private:
     // fragment is among them.
     bool prepare_group(const uint8_t* const* frames, const uint32_t* header_bytes,
                        const uint32_t* wire_lengths, uint32_t n, uint16_t ingress_port);
+    // Advances the probe runs of probing_[0, probing) one slot per round for all of them until
+    // each has found its flow (found_) or its end.
+    void follow_probe_runs(uint32_t probing);
+    // The flow table's ageing step after a burst, its sweeps paced by time.
+    void age_flows(uint64_t now_ns);
     // `found`: the packet's flow entry if a lookup stage already found it, else nullptr.
     void finish(const Prepared& prepared, FlowEntry* found, uint32_t wire_length,
                 uint64_t now_ns, Result& result);

@@ -875,6 +875,14 @@ struct Scheduler::DepartureTally {
     }
 };
 
+// The packets dequeue_burst takes from one leaf in a row.
+struct Scheduler::DepartureRun {
+    uint32_t start;    // its first packet's index in `out`
+    uint64_t bytes;
+    uint64_t limit;    // bytes up to which the next pick() is this leaf again
+    uint64_t charged;  // bytes already charged to the path
+};
+
 // One pick() per run of packets from the same leaf: after the first packet, the run goes on
 // while path_allowance_bytes() says the next pick() would choose this leaf again, and the run's
 // bytes are charged to the path once at its end. With a budget below one max-size frame,
@@ -909,11 +917,7 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         const uint32_t leaf_index = pick(root_, now_ns);
         if (leaf_index == kInvalid) break;
         Leaf& leaf = leaves_[leaf_index];
-        const uint32_t leaf_node = leaf.node;
-        const uint32_t run_start = sent;
-        uint64_t run_bytes = 0;
-        uint64_t run_limit = 0;    // run_bytes up to which the next pick() is this leaf again
-        uint64_t run_charged = 0;  // run_bytes already charged to the path
+        DepartureRun run{sent, 0, 0, 0};
         bool budget_spent = false;
         DepartureTally tally;
         Departures taken;
@@ -921,50 +925,58 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
             Packet& packet = out[sent];
             if (!dequeue_leaf(leaf, now_ns, packet, sink, taken)) break;
             tally.add(leaf.counters, now_ns - packet.arrival_ns);
-            run_bytes += packet.length_bytes;
+            run.bytes += packet.length_bytes;
             charged += wire(packet.length_bytes);
             ++sent;
             if (sent == max_packets || leaf.packets == taken.packets) break;
-            if (sent - run_start == 1) run_limit = path_allowance_bytes(leaf_node);
-            bool refill = false;
-            if (run_bytes > run_limit) {
-                // The next pick() chooses another leaf, unless the path is lone: then it gives
-                // the spent drr children a quantum and, if every shaper on the path conforms,
-                // takes this leaf again. The run goes on with those quanta (a lone bulk class
-                // whose quantum is a packet or two sends whole bursts, not one tree walk per
-                // packet), given only once the next packet is certain: k single dequeues stop
-                // before the k+1-th pick(). Most paths that are not lone fail at the nearest
-                // drr node, without a walk.
-                if (leaf.nearest_drr != kInvalid && nodes_[leaf.nearest_drr].active_count != 1)
-                    break;
-                const bool picked_again =
-                    charge_lone_path(leaf_node, run_bytes - run_charged, now_ns);
-                run_charged = run_bytes;
-                if (!picked_again) break;
-                refill = true;
-            }
+            if (sent - run.start == 1) run.limit = path_allowance_bytes(leaf.node);
+            const bool refill = run.bytes > run.limit;
+            if (refill && !run_picks_leaf_again(leaf, run, now_ns)) break;
             if (max_bytes - charged < max_wire && !next_fits(leaf, max_bytes - charged)) {
                 budget_spent = true;
                 break;
             }
             if (refill) {
-                run_limit =
-                    run_bytes + std::min(give_spent_quanta(leaf_node), UINT64_MAX - run_bytes);
+                run.limit =
+                    run.bytes + std::min(give_spent_quanta(leaf.node), UINT64_MAX - run.bytes);
             }
         }
-        if (sent != run_start) {
-            LiveQueueCounters& counters = leaf.counters;
-            counters.packets_out.add(sent - run_start);
-            counters.bytes_out.add(run_bytes);
-            counters.sojourn_last_ns.set(now_ns - out[sent - 1].arrival_ns);
-            tally.flush(counters);
-            if (run_bytes != run_charged) charge_path(leaf_node, run_bytes - run_charged);
-        }
-        settle_departures(leaf, taken);
-        if (leaf.packets == 0) deactivate(leaf_node);
+        finish_run(leaf, run, out, sent, now_ns, tally, taken);
         if (budget_spent) break;
     }
     return DequeueResult{sent, sink.count, charged};
+}
+
+// A run's bytes past what its path allows: the next pick() chooses another leaf, unless the
+// path is lone: then it gives the spent drr children a quantum and, if every shaper on the path
+// conforms, takes this leaf again. The run goes on with those quanta (a lone bulk class whose
+// quantum is a packet or two sends whole bursts, not one tree walk per packet), given only once
+// the next packet is certain: k single dequeues stop before the k+1-th pick(). Most paths that
+// are not lone fail at the nearest drr node, without a walk.
+[[gnu::always_inline]] inline bool Scheduler::run_picks_leaf_again(const Leaf& leaf,
+                                                                  DepartureRun& run,
+                                                                  uint64_t now_ns) {
+    if (leaf.nearest_drr != kInvalid && nodes_[leaf.nearest_drr].active_count != 1) return false;
+    const bool picked_again = charge_lone_path(leaf.node, run.bytes - run.charged, now_ns);
+    run.charged = run.bytes;
+    return picked_again;
+}
+
+// The run's counters, its path charged for what it has not been, its slots released.
+[[gnu::always_inline]] inline void Scheduler::finish_run(Leaf& leaf, const DepartureRun& run,
+                                                        const Packet* out, uint32_t sent,
+                                                        uint64_t now_ns, DepartureTally& tally,
+                                                        Departures& taken) {
+    if (sent != run.start) {
+        LiveQueueCounters& counters = leaf.counters;
+        counters.packets_out.add(sent - run.start);
+        counters.bytes_out.add(run.bytes);
+        counters.sojourn_last_ns.set(now_ns - out[sent - 1].arrival_ns);
+        tally.flush(counters);
+        if (run.bytes != run.charged) charge_path(leaf.node, run.bytes - run.charged);
+    }
+    settle_departures(leaf, taken);
+    if (leaf.packets == 0) deactivate(leaf.node);
 }
 
 uint64_t Scheduler::eligible_time(uint32_t node_index, uint64_t now_ns) {

@@ -293,6 +293,10 @@ private:
     void activate(uint32_t node);
     uint64_t eligible_time(uint32_t node, uint64_t now_ns);
     struct DepartureTally;
+    struct DepartureRun;
+    bool run_picks_leaf_again(const Leaf& leaf, DepartureRun& run, uint64_t now_ns);
+    void finish_run(Leaf& leaf, const DepartureRun& run, const Packet* out, uint32_t sent,
+                    uint64_t now_ns, DepartureTally& tally, Departures& taken);
     void reset_queues();
 
     TreeSpec spec_;
