@@ -145,9 +145,9 @@ Decision Controller::on_pressure(const Pressure& p) {
         return d;
     }
     // A queue past the target, or one still growing: what stays arrives faster than
-    // kDowngradeUtilisation of the service rate.
+    // kPressureUtilisation of the service rate.
     const bool growing = static_cast<double>(p.arrival_bps) >
-                         static_cast<double>(p.service_bps) * kDowngradeUtilisation;
+                         static_cast<double>(p.service_bps) * kPressureUtilisation;
     // Past the target itself, any flow at least half as heavy as the mean goes.
     const bool late = p.delay_ns > spec_.target_ns;
     const uint64_t heavy = late ? p.mean_flow_bytes / 2 : p.mean_flow_bytes;

@@ -141,9 +141,13 @@ TEST(SloController, PressureGoesStraightToTheMaxThenDowngradesTheHeavyFlow) {
     ASSERT_EQ(d.downgrade.count, 1u);
     EXPECT_EQ(d.downgrade.flows[0].flow_hash, 7u);
     EXPECT_EQ(d.flows_reason, Reason::pressure);
-    // A queue that no longer grows (arrivals under 95% of the service) and is within the
-    // target drains by itself.
+    // Arrivals at 8G on 9G: above kPressureUtilisation (85%, 7.65G) of the service, the queue
+    // still counts as growing (bursts need the headroom).
     p.arrival_bps = 8 * kG;
+    EXPECT_EQ(c.on_pressure(p).downgrade.count, 1u);
+    // A queue that no longer grows (arrivals under 85% of the service) and is within the
+    // target drains by itself.
+    p.arrival_bps = 7 * kG;
     EXPECT_TRUE(c.on_pressure(p).empty());
     // Past the target it does not wait, and takes flows half as heavy as the mean too.
     p.delay_ns = kTargetNs + 1;
