@@ -46,9 +46,17 @@ void Controller::set_cap(Decision& d, uint64_t cap, Reason reason) {
     d.cap_reason = reason;
 }
 
+void Controller::downgraded() {
+    if (windows_since_return_ < spec_.quiet_windows && return_backoff_ < kMaxReturnBackoff)
+        ++return_backoff_;
+    windows_since_return_ = UINT32_MAX;
+}
+
 Decision Controller::on_window(const WindowMeasurement& m) {
     Decision d;
     if (spec_.target_ns == 0) return d;
+    if (windows_since_return_ != UINT32_MAX) ++windows_since_return_;
+    if (m.downgraded_count == 0 && m.downgraded.empty()) return_backoff_ = 0;
     const uint64_t service = m.service_bps != 0 ? m.service_bps : cap_bps_;
     const bool at_max = !spec_.adapt_cap || cap_bps_ >= spec_.cap_max_bps;
     if (!m.met) {
@@ -79,7 +87,10 @@ Decision Controller::on_window(const WindowMeasurement& m) {
                     if (moved >= excess || !d.downgrade.push(f)) break;
                     moved += f.bytes;
                 }
-                if (d.downgrade.count != 0) d.flows_reason = Reason::missed_at_max;
+                if (d.downgrade.count != 0) {
+                    d.flows_reason = Reason::missed_at_max;
+                    downgraded();
+                }
             }
         }
         return d;
@@ -87,10 +98,12 @@ Decision Controller::on_window(const WindowMeasurement& m) {
 
     if (met_streak_ != UINT32_MAX) ++met_streak_;
     if (m.downgraded_count != 0 || !m.downgraded.empty()) {
+        // Flows that sent wait out the backed-off quiet period; silent ones the plain one.
+        const uint32_t backed_off = spec_.quiet_windows << return_backoff_;
         if (spec_.downgrade && met_streak_ >= spec_.quiet_windows) {
             FlowList lightest;
             for (const FlowLoad& f : m.downgraded)
-                if (!lightest.push(f)) break;
+                if ((f.bytes == 0 || met_streak_ >= backed_off) && !lightest.push(f)) break;
             std::sort(lightest.flows.begin(), lightest.flows.begin() + lightest.count,
                       [](const FlowLoad& a, const FlowLoad& b) {
                           return a.bytes != b.bytes ? a.bytes < b.bytes : a.flow_hash < b.flow_hash;
@@ -102,10 +115,11 @@ Decision Controller::on_window(const WindowMeasurement& m) {
                 room -= f.bytes;
                 d.restore.push(f);
             }
-            if (d.restore.count != 0) d.flows_reason = Reason::met_quiet;
+            if (d.restore.count != 0) {
+                d.flows_reason = Reason::met_quiet;
+                windows_since_return_ = 0;
+            }
         }
-        // No cap step while a downgraded flow still sends: its load comes back first.
-        if (m.downgraded_active != 0) return d;
     }
     const auto comfort =
         static_cast<uint64_t>(static_cast<double>(spec_.target_ns) * kComfortFraction);
@@ -114,7 +128,9 @@ Decision Controller::on_window(const WindowMeasurement& m) {
             std::max<uint64_t>(1, (spec_.cap_max_bps - spec_.cap_min_bps) / kDecreaseSteps);
         const uint64_t lower =
             cap_bps_ - spec_.cap_min_bps > step ? cap_bps_ - step : spec_.cap_min_bps;
-        if (m.bytes_out <= bytes_per_window(lower, kDecreaseUtilisation))
+        // Downgraded flows that still send could come back: their load must fit too.
+        const uint64_t load = m.bytes_out + (m.downgraded_active != 0 ? m.downgraded_bytes : 0);
+        if (load <= bytes_per_window(lower, kDecreaseUtilisation))
             set_cap(d, lower, Reason::comfortable);
     }
     return d;
@@ -129,9 +145,9 @@ Decision Controller::on_pressure(const Pressure& p) {
         return d;
     }
     // A queue past the target, or one still growing: what stays arrives faster than
-    // kDowngradeUtilisation of the service rate.
+    // kPressureUtilisation of the service rate.
     const bool growing = static_cast<double>(p.arrival_bps) >
-                         static_cast<double>(p.service_bps) * kDowngradeUtilisation;
+                         static_cast<double>(p.service_bps) * kPressureUtilisation;
     // Past the target itself, any flow at least half as heavy as the mean goes.
     const bool late = p.delay_ns > spec_.target_ns;
     const uint64_t heavy = late ? p.mean_flow_bytes / 2 : p.mean_flow_bytes;
@@ -139,6 +155,7 @@ Decision Controller::on_pressure(const Pressure& p) {
         p.flow.bytes >= heavy && (growing || late)) {
         d.downgrade.push(p.flow);
         d.flows_reason = Reason::pressure;
+        downgraded();
     }
     return d;
 }

@@ -455,16 +455,19 @@ void SloGovernor::close_window(ClassState& c, uint64_t end_ns) {
     m.heaviest = std::span<const FlowLoad>(c.heaviest.data(), heavy);
     uint32_t down = 0;
     uint32_t active = 0;
+    uint64_t active_bytes = 0;
     if (c.override_count != 0) {
         for (const Override& o : c.overrides) {
             if (!o.used) continue;
             const uint64_t bytes = c.meter.bytes_of(o.flow_hash);
             if (bytes != 0) ++active;
+            active_bytes += bytes;
             if (o.queued != 0 || down == c.downgraded.size()) continue;
             c.downgraded[down++] = FlowLoad{o.flow_hash, o.job, bytes};
         }
     }
     m.downgraded_active = active;
+    m.downgraded_bytes = active_bytes;
     m.downgraded = std::span<const FlowLoad>(c.downgraded.data(), down);
     m.downgraded_count = c.override_count;
 

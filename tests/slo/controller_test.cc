@@ -141,9 +141,13 @@ TEST(SloController, PressureGoesStraightToTheMaxThenDowngradesTheHeavyFlow) {
     ASSERT_EQ(d.downgrade.count, 1u);
     EXPECT_EQ(d.downgrade.flows[0].flow_hash, 7u);
     EXPECT_EQ(d.flows_reason, Reason::pressure);
-    // A queue that no longer grows (arrivals under 95% of the service) and is within the
-    // target drains by itself.
+    // Arrivals at 8G on 9G: above kPressureUtilisation (85%, 7.65G) of the service, the queue
+    // still counts as growing (bursts need the headroom).
     p.arrival_bps = 8 * kG;
+    EXPECT_EQ(c.on_pressure(p).downgrade.count, 1u);
+    // A queue that no longer grows (arrivals under 85% of the service) and is within the
+    // target drains by itself.
+    p.arrival_bps = 7 * kG;
     EXPECT_TRUE(c.on_pressure(p).empty());
     // Past the target it does not wait, and takes flows half as heavy as the mean too.
     p.delay_ns = kTargetNs + 1;
@@ -211,8 +215,9 @@ TEST(SloController, FlowsReturnAfterTheQuietPeriodLightestFirstWithinTheRoom) {
     m.downgraded = down;
     m.downgraded_count = 4;
     m.downgraded_active = 3;  // flow 11 sent nothing
+    m.downgraded_bytes = 500'000;
     // First met window: not yet quiet long enough (quiet_windows = 2), and the cap holds while
-    // downgraded flows still send.
+    // downgraded flows still send more than a lower cap would leave room for.
     EXPECT_TRUE(c.on_window(m).empty());
     const Decision d = c.on_window(m);
     EXPECT_FALSE(d.cap_bps);
@@ -250,9 +255,78 @@ TEST(SloController, TheCapStepsDownWhileQuietDowngradedFlowsWaitToReturn) {
     const Decision d = c.on_window(m);
     ASSERT_TRUE(d.cap_bps);
     EXPECT_EQ(d.cap_reason, Reason::comfortable);
-    // One of them sends again: the cap holds.
+    // One of them sends again, more than the next lower cap leaves room for: the cap holds.
     m.downgraded_active = 1;
+    m.downgraded_bytes = bytes_at(6 * kG);
     EXPECT_TRUE(c.on_window(m).empty());
+    // It sends a little: its load would fit the lower cap if it came back, the cap steps.
+    m.downgraded_bytes = bytes_at(1 * kG);
+    const Decision lower = c.on_window(m);
+    ASSERT_TRUE(lower.cap_bps);
+    EXPECT_LT(*lower.cap_bps, *d.cap_bps);
+}
+
+TEST(SloController, AReturnUndoneWithinTheQuietPeriodBacksReturnsOff) {
+    Controller c(spec(), 9 * kG);
+    const std::vector<FlowLoad> down = {{10, 0, 50'000}};
+    WindowMeasurement m = met(30'000, 1 * kG);  // met, not comfortably: the cap holds
+    m.service_bps = 9 * kG;
+    m.downgraded = down;
+    m.downgraded_count = 1;
+    m.downgraded_active = 1;
+    m.downgraded_bytes = 50'000;
+    EXPECT_TRUE(c.on_window(m).empty());
+    EXPECT_EQ(c.on_window(m).restore.count, 1u);  // quiet for 2 windows: back
+    // At once pressure downgrades it again: the return was undone, returns back off.
+    Pressure p;
+    p.delay_ns = 2 * kTargetNs;
+    p.flow = {10, 0, 50'000};
+    p.mean_flow_bytes = 10'000;
+    p.arrival_bps = 10 * kG;
+    p.service_bps = 9 * kG;
+    EXPECT_EQ(c.on_pressure(p).downgrade.count, 1u);
+    EXPECT_EQ(c.return_backoff(), 1u);
+    // Now it needs 4 quiet windows.
+    for (int w = 0; w < 3; ++w)
+        EXPECT_TRUE(c.on_window(m).empty()) << w;
+    EXPECT_EQ(c.on_window(m).restore.count, 1u);
+    // Undone again: 8 windows; and so on up to 2^kMaxReturnBackoff times the quiet period.
+    for (uint32_t undo = 2; undo <= kMaxReturnBackoff + 2; ++undo) {
+        c.on_pressure(p);
+        EXPECT_EQ(c.return_backoff(), std::min(undo, kMaxReturnBackoff));
+        const uint32_t wait = 2u << c.return_backoff();
+        for (uint32_t w = 0; w + 1 < wait; ++w)
+            EXPECT_TRUE(c.on_window(m).empty()) << undo << " " << w;
+        EXPECT_EQ(c.on_window(m).restore.count, 1u) << undo;
+    }
+    // Once no flow is downgraded the backoff is forgotten.
+    for (int w = 0; w < 4; ++w)
+        c.on_window(met(30'000, 1 * kG));
+    EXPECT_EQ(c.return_backoff(), 0u);
+}
+
+TEST(SloController, FlowsThatSentNothingReturnAfterThePlainQuietPeriod) {
+    Controller c(spec(), 9 * kG);
+    Pressure p;
+    p.delay_ns = 2 * kTargetNs;
+    p.flow = {10, 0, 50'000};
+    p.mean_flow_bytes = 10'000;
+    p.arrival_bps = 10 * kG;
+    p.service_bps = 9 * kG;
+    const std::vector<FlowLoad> down = {{10, 0, 50'000}};
+    WindowMeasurement m = met(30'000, 1 * kG);
+    m.service_bps = 9 * kG;
+    m.downgraded = down;
+    m.downgraded_count = 1;
+    c.on_window(m);
+    c.on_window(m);  // returned
+    c.on_pressure(p);  // and downgraded again: backed off
+    ASSERT_EQ(c.return_backoff(), 1u);
+    // Silent now: nothing comes back with it, it returns after 2 windows all the same.
+    const std::vector<FlowLoad> silent = {{10, 0, 0}};
+    m.downgraded = silent;
+    EXPECT_TRUE(c.on_window(m).empty());
+    EXPECT_EQ(c.on_window(m).restore.count, 1u);
 }
 
 TEST(SloController, AlertOnlyAndFloorOnlyNeverAct) {
