@@ -13,8 +13,6 @@ void store16(uint8_t* p, uint16_t v) {
     p[1] = static_cast<uint8_t>(v);
 }
 
-constexpr uint32_t kEtherTypeOffset = 12;
-constexpr uint32_t kOpcodeOffset = 14;
 constexpr uint32_t kVectorOffset = 16;
 constexpr uint32_t kTimesOffset = 18;
 constexpr uint32_t kPfcBytes = kTimesOffset + 2 * kPriorities;  // 34
@@ -33,10 +31,6 @@ void encode(const PauseFrame& frame, const std::array<uint8_t, 6>& source, uint8
         // A priority the frame does not speak for carries time 0 (802.1Qbb: ignored).
         store16(out + kTimesOffset + 2 * p, frame.speaks_for(p) ? frame.quanta[p] : 0);
     }
-}
-
-bool is_mac_control(const uint8_t* bytes, uint32_t length) {
-    return length >= kOpcodeOffset && load16(bytes + kEtherTypeOffset) == kMacControlEtherType;
 }
 
 std::optional<PauseFrame> decode(const uint8_t* bytes, uint32_t length) {

@@ -17,6 +17,8 @@ inline constexpr uint16_t kPauseOpcode = 0x0001;  // 802.3x link pause: all prio
 inline constexpr uint32_t kFrameBytes = 60;
 inline constexpr uint16_t kMaxQuanta = 0xFFFF;
 inline constexpr std::array<uint8_t, 6> kPfcDestination{0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
+inline constexpr uint32_t kEtherTypeOffset = 12;
+inline constexpr uint32_t kOpcodeOffset = 14;
 
 struct PauseFrame {
     uint8_t class_enable = 0;  // bit p set: quanta[p] applies to priority p
@@ -29,8 +31,11 @@ struct PauseFrame {
 void encode(const PauseFrame& frame, const std::array<uint8_t, 6>& source, uint8_t* out);
 
 // Whether `bytes` is a MAC control frame (EtherType 0x8808, untagged): consumed, never
-// forwarded, whatever its opcode.
-bool is_mac_control(const uint8_t* bytes, uint32_t length);
+// forwarded, whatever its opcode. Inline: the RX path asks it of every packet.
+inline bool is_mac_control(const uint8_t* bytes, uint32_t length) {
+    return length >= kOpcodeOffset && bytes[kEtherTypeOffset] == (kMacControlEtherType >> 8) &&
+           bytes[kEtherTypeOffset + 1] == (kMacControlEtherType & 0xFF);
+}
 
 // The pause a MAC control frame asks for: a PFC frame as it is, an 802.3x PAUSE as every
 // priority paused for its time; nothing for other opcodes or a truncated frame.
