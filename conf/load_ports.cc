@@ -28,7 +28,8 @@ void PolicyLoader::read_ports(const Field& field) {
 void PolicyLoader::read_port(const Field& item, DeviceOwners& device_owners) {
     const MapFields map(item,
                         {"name", "device", "rate", "rx_queues", "tx_queues", "rx_descriptors",
-                         "tx_descriptors", "mtu", "tx_budget", "mempool", "scheduler", "pfc"},
+                         "tx_descriptors", "mtu", "tx_budget", "burst_time", "mempool",
+                         "scheduler", "pfc"},
                         errors_);
     PortPolicy port;
     if (auto name_field = map.require("name")) {
@@ -72,6 +73,10 @@ void PolicyLoader::read_port(const Field& item, DeviceOwners& device_owners) {
     read_u16("tx_descriptors", 64, 16384, port.tx_descriptors, true);
     read_u16("mtu", 68, 9600, port.mtu, false);
     read_port_budget(map, item, port);
+    if (auto f = map.get("burst_time")) {
+        port.burst_time_ns =
+            read_duration_ns(*f, 0, kMaxBurstTimeNs, errors_).value_or(port.burst_time_ns);
+    }
     if (auto mempool_field = map.get("mempool")) {
         if (auto mbufs = read_unsigned(*mempool_field, 1023, 1U << 24, errors_)) {
             port.mempool_mbufs = static_cast<uint32_t>(*mbufs);

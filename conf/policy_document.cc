@@ -283,6 +283,7 @@ json policy_document(const Policy& policy) {
                       {"tx_descriptors", port.tx_descriptors},
                       {"mtu", port.mtu},
                       {"tx_budget", port.tx_budget_bytes},
+                      {"burst_time", duration_text(port.burst_time_ns)},
                       {"mempool", port.mempool_mbufs}};
         if (port.pfc.mode != PfcMode::off) {
             entry["pfc"] = {{"mode", port.pfc.mode == PfcMode::software ? "software" : "nic"},

@@ -39,6 +39,7 @@ inline constexpr uint64_t kMaxServingPorts = 1024;  // each is a classifier tabl
 inline constexpr uint32_t kMaxLeafPackets = 1u << 20;
 inline constexpr uint32_t kMaxJobsPerNode = 1024;  // per_job leaves of one node
 inline constexpr uint64_t kDefaultTxBudgetNs = 20'000;
+inline constexpr uint64_t kMaxBurstTimeNs = 10'000'000;  // a pass of 10 ms is a stall, not a budget
 inline constexpr uint64_t kDefaultBurstNs = 1'000'000;  // a shaper lets through 1 ms of its rate
 
 // A tree node as written, before it is placed on a port: rates may still be percentages and

@@ -239,6 +239,10 @@ int Daemon::report() {
     for (const conf::ClassPolicy& cls : p.policy->classes)
         report.class_names.push_back(cls.name);
     report.lcore_roles = roles_;
+    for (const auto& ctx : p.lcores) {
+        report.lcore_ids.push_back(ctx->lcore);
+        report.lcore_loops.push_back(loop_snapshot(*ctx->counters));
+    }
     report.counters = snapshot(counter_blocks(p), static_cast<uint32_t>(p.policy->ports.size()),
                                static_cast<uint32_t>(p.policy->classes.size()));
     report.queued = still_queued(p);

@@ -40,6 +40,7 @@ void compare_ports(std::vector<std::string>& out, const Policy& a, const Policy&
         compare(out, at + "tx_descriptors", x.tx_descriptors, y.tx_descriptors);
         compare(out, at + "mtu", x.mtu, y.mtu);
         compare(out, at + "tx_budget", x.tx_budget_bytes, y.tx_budget_bytes);
+        compare(out, at + "burst_time", x.burst_time_ns, y.burst_time_ns);
         compare(out, at + "mempool", x.mempool_mbufs, y.mempool_mbufs);
     }
 }

@@ -304,13 +304,17 @@ void publish_rx(const RxTask& task, const Burst& burst, uint16_t n, uint64_t rx_
 
 uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared) {
     rte_mbuf* pkts[kBurst];
-    const uint16_t received = rte_eth_rx_burst(task.dpdk_port, task.queue, pkts, kBurst);
+    const uint64_t call_tsc = task.rx_burst.enabled() ? rte_rdtsc() : 0;
+    const uint16_t received =
+        rte_eth_rx_burst(task.dpdk_port, task.queue, pkts, task.rx_burst.size());
     if (received == 0) return 0;
     // The burst arrived when the PMD handed it over. The pass's clock, read before rx_burst,
     // charged every packet with the PMD's own time to fetch the burst (net_pcap reading 32
     // frames from a file: inference p99 RX->TX 245-458 us run to completion, with the clock
     // read here ...), and a second RX task's packets with the first task's whole burst.
-    const uint64_t now_ns = shared.clock.ns(rte_rdtsc());
+    const uint64_t rx_tsc = rte_rdtsc();
+    task.rx_burst.record(rx_tsc - call_tsc, received);
+    const uint64_t now_ns = shared.clock.ns(rx_tsc);
     LcoreCounters& c = *ctx.counters;
     // MAC control frames (PFC) are the PFC port's, never forwarded (counted received there).
     const uint16_t n = take_mac_control(pkts, received, task.pfc, shared.meta_offset, now_ns,
@@ -509,6 +513,14 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
     return offer(e, out, info, static_cast<uint16_t>(n), c, shared, now_ns);
 }
 
+// ---- The loop's own time ------------------------------------------------------------------
+
+void count_busy_pass(LoopCounters& loop, uint64_t pass_ns) {
+    loop.busy_passes.add(1);
+    loop.busy_pass_max_ns.raise_to(pass_ns);
+    loop.busy_pass_ns[LatencyLayout::bucket_of(pass_ns)].add(1);
+}
+
 // ---- Shutdown ------------------------------------------------------------------------------
 
 bool egress_empty(const EgressTask& e) {
@@ -634,9 +646,13 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
                 pfc_round(e->pfc, *e->scheduler, shared.all_counters, c, now_ns);
             sent += transmit(*e, c, shared, now_ns);
         }
-        if (sent != 0) {
-            stages.sched_dequeue_tx_cycles.add(rte_rdtsc() - tx_tsc);
-            stages.sched_dequeue_tx_packets.add(sent);
+        if ((received | admitted | sent) != 0) {
+            const uint64_t end_tsc = rte_rdtsc();
+            if (sent != 0) {
+                stages.sched_dequeue_tx_cycles.add(end_tsc - tx_tsc);
+                stages.sched_dequeue_tx_packets.add(sent);
+            }
+            count_busy_pass(c.loop, shared.clock.ns(end_tsc) - shared.clock.ns(rx_tsc));
         }
     }
     shut_down(ctx, shared);

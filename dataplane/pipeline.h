@@ -1,8 +1,8 @@
 // The realtime packet path: the per-lcore contexts and the loop every lcore runs.
 //
-//   rx_stage:    rte_eth_rx_burst → headers linearised if multi-segment → classify_burst →
-//                stamp (mbuf metadata, DSCP remark) and bucket by lane (admission/
-//                classified_burst.h) → admit: one rte_ring per (egress port, class) lane, or
+//   rx_stage:    rte_eth_rx_burst (sized to the port's burst_time: burst_sizer.h) → headers
+//                linearised if multi-segment → classify_burst → stamp (mbuf metadata, DSCP
+//                remark) and bucket by lane (admission/classified_burst.h) → admit: one rte_ring per (egress port, class) lane, or
 //                straight into the scheduler when this lcore also runs the egress port
 //                (admission/scheduler_admission.h) → publish the burst's tallies
 //   sched stage: between-bursts updates → drain lanes, highest priority first, into the
@@ -28,6 +28,7 @@
 
 #include "admission/leaf_map.h"
 #include "classifier/classifier.h"
+#include "dataplane/burst_sizer.h"
 #include "dataplane/lane_admission.h"
 #include "dataplane/pfc_port.h"
 #include "dataplane/pipeline_counters.h"
@@ -72,6 +73,7 @@ struct RxTask {
     struct EgressTask* local_egress = nullptr;
     PfcRx pfc;                     // MAC control frames; lossless packets' tags
     const PfcAccounts* pfc_accounts = nullptr;  // the egress tree's (to count tags in)
+    BurstSizer rx_burst{kBurst};   // how many packets one rx_burst asks for (port burst_time)
 };
 
 // What TX accounting needs of a packet, taken from its scheduler descriptor.

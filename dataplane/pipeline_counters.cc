@@ -78,21 +78,35 @@ uint64_t CounterSnapshot::Lane::latency_mean_ns() const {
     return tx_packets == 0 ? 0 : latency_sum_ns / tx_packets;
 }
 
-uint64_t CounterSnapshot::Lane::latency_percentile_ns(uint32_t quantile_ppm) const {
-    // Counted from the buckets, not tx_packets: while the pipeline runs the two are read at
-    // different moments.
+uint64_t bucket_percentile_ns(const std::array<uint64_t, kLatencyBuckets>& buckets,
+                              uint64_t max_ns, uint32_t quantile_ppm) {
+    // Counted from the buckets, not a separate total: while the pipeline runs the two are read
+    // at different moments.
     uint64_t count = 0;
-    for (uint64_t n : latency_buckets)
+    for (uint64_t n : buckets)
         count += n;
     if (count == 0) return 0;
     const uint64_t rank = LatencyLayout::rank_of(count, quantile_ppm);
     uint64_t seen = 0;
     uint32_t b = 0;
     for (; b < kLatencyBuckets - 1; ++b) {
-        seen += latency_buckets[b];
+        seen += buckets[b];
         if (seen >= rank) break;
     }
-    return std::min(LatencyLayout::bucket_upper_ns(b), latency_max_ns);
+    return std::min(LatencyLayout::bucket_upper_ns(b), max_ns);
+}
+
+uint64_t CounterSnapshot::Lane::latency_percentile_ns(uint32_t quantile_ppm) const {
+    return bucket_percentile_ns(latency_buckets, latency_max_ns, quantile_ppm);
+}
+
+LoopSnapshot loop_snapshot(const LcoreCounters& lcore) {
+    LoopSnapshot s;
+    s.busy_passes = lcore.loop.busy_passes.read();
+    s.max_ns = lcore.loop.busy_pass_max_ns.read();
+    for (uint32_t b = 0; b < kLatencyBuckets; ++b)
+        s.buckets[b] = lcore.loop.busy_pass_ns[b].read();
+    return s;
 }
 
 uint64_t CounterSnapshot::rx_packets() const {

@@ -93,6 +93,16 @@ struct StageCounters {
     RelaxedCounter sched_dequeue_tx_cycles, sched_dequeue_tx_packets;
 };
 
+// One lcore's loop: its busy passes (those that received, admitted or sent a packet), timed
+// from the pass's first TSC read to its last. A packet that arrives while a pass runs waits for
+// the rest of it, so this is the loop's own share of the RX->TX latency (burst sizes, slow
+// driver calls, time slices lost to other threads of the CPU).
+struct LoopCounters {
+    RelaxedCounter busy_passes;
+    RelaxedCounter busy_pass_max_ns;
+    LatencyBuckets busy_pass_ns;
+};
+
 struct alignas(64) LcoreCounters {
     std::array<PortCounters, kMaxPolicyPorts> ports;
     std::array<LaneCounters, kMaxLanes> lanes;
@@ -100,7 +110,26 @@ struct alignas(64) LcoreCounters {
     StageCounters stages;
     std::array<PfcCounters, kMaxPolicyPorts> pfc;
     std::array<LatencyBuckets, kMaxLanes> lane_latency;  // RX->TX, as latency_sum_ns
+    LoopCounters loop;
 };
+
+// The value at `quantile_ppm` of a histogram in LatencyLayout's buckets, by nearest rank, as
+// the upper bound of its bucket (at most 6.25% above the exact value) but never above `max_ns`.
+// 0 when the histogram is empty.
+uint64_t bucket_percentile_ns(const std::array<uint64_t, kLatencyBuckets>& buckets,
+                              uint64_t max_ns, uint32_t quantile_ppm);
+
+// One lcore's LoopCounters, read.
+struct LoopSnapshot {
+    uint64_t busy_passes = 0;
+    uint64_t max_ns = 0;
+    std::array<uint64_t, kLatencyBuckets> buckets{};
+
+    uint64_t percentile_ns(uint32_t quantile_ppm) const {
+        return bucket_percentile_ns(buckets, max_ns, quantile_ppm);
+    }
+};
+LoopSnapshot loop_snapshot(const LcoreCounters& lcore);
 
 // Plain totals read from a set of LcoreCounters.
 struct CounterSnapshot {

@@ -1,5 +1,6 @@
 #include "dataplane/pipeline_setup.h"
 
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -29,6 +30,12 @@ std::vector<uint8_t> lane_order(const conf::CompiledEgress& egress) {
     std::stable_sort(order.begin(), order.end(),
                      [&](uint8_t a, uint8_t b) { return first_leaf(a) < first_leaf(b); });
     return order;
+}
+
+// The port's burst_time in TSC cycles (0: full bursts always).
+uint64_t burst_cycles(const conf::PortPolicy& port) {
+    return static_cast<uint64_t>(static_cast<double>(port.burst_time_ns) *
+                                 static_cast<double>(rte_get_tsc_hz()) / 1e9);
 }
 
 }  // namespace
@@ -189,6 +196,7 @@ bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error) {
             task.dpdk_port = p.dpdk_ports[q.port];
             task.queue = q.queue;
             task.policy_port = static_cast<uint16_t>(q.port);
+            task.rx_burst = BurstSizer(burst_cycles(p.policy->ports[q.port]), kBurst);
             task.lanes = p.egress[*p.egress_of[forward->to_port]]->lanes;
             ctx->rx.push_back(std::move(task));
         }

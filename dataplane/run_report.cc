@@ -43,6 +43,22 @@ nlohmann::json pfc_json(const RunReport& r) {
     return out;
 }
 
+// Per lcore: its role and how long its busy passes took (the loop's share of RX->TX latency).
+nlohmann::json loops_json(const RunReport& r) {
+    nlohmann::json out = nlohmann::json::array();
+    for (size_t i = 0; i < r.lcore_loops.size(); ++i) {
+        const LoopSnapshot& s = r.lcore_loops[i];
+        out.push_back({{"lcore", r.lcore_ids[i]},
+                       {"role", r.lcore_roles[i]},
+                       {"busy_passes", s.busy_passes},
+                       {"pass_p50_ns", s.percentile_ns(kP50Ppm)},
+                       {"pass_p99_ns", s.percentile_ns(kP99Ppm)},
+                       {"pass_p999_ns", s.percentile_ns(kP999Ppm)},
+                       {"pass_max_ns", s.max_ns}});
+    }
+    return out;
+}
+
 nlohmann::json to_json(const RunReport& r) {
     const CounterSnapshot& c = r.counters;
     nlohmann::json drops = nlohmann::json::object();
@@ -98,6 +114,7 @@ nlohmann::json to_json(const RunReport& r) {
         {"classes", classes},
         {"pfc", pfc_json(r)},
         {"lcores", r.lcore_roles},
+        {"loops", loops_json(r)},
         {"cycles_per_packet",
          {{"rx_classify", per_packet(st[0], st[1])},
           {"sched_enqueue", per_packet(st[2], st[3])},
@@ -176,8 +193,14 @@ void print_report(const RunReport& r, bool json) {
     const auto& st = c.stages;
     std::printf("\n  cycles/packet: rx+classify %.1f, sched enqueue %.1f, dequeue+tx %.1f\n",
                 per_packet(st[0], st[1]), per_packet(st[2], st[3]), per_packet(st[4], st[5]));
-    for (const std::string& role : r.lcore_roles)
-        std::printf("  %s\n", role.c_str());
+    for (size_t i = 0; i < r.lcore_roles.size(); ++i) {
+        std::printf("  %s\n", r.lcore_roles[i].c_str());
+        if (i >= r.lcore_loops.size() || r.lcore_loops[i].busy_passes == 0) continue;
+        const LoopSnapshot& s = r.lcore_loops[i];
+        std::printf("    busy passes %llu: p50 %.1f us, p99 %.1f, p99.9 %.1f, max %.1f\n",
+                    static_cast<unsigned long long>(s.busy_passes), us(s.percentile_ns(kP50Ppm)),
+                    us(s.percentile_ns(kP99Ppm)), us(s.percentile_ns(kP999Ppm)), us(s.max_ns));
+    }
     std::printf("  mbufs in use: %llu at start, %llu at end",
                 static_cast<unsigned long long>(r.mbufs_in_use_start),
                 static_cast<unsigned long long>(r.mbufs_in_use_end));

@@ -1,6 +1,7 @@
 // Final statistics of a policy run: a human table or one JSON object with totals, drops by
-// cause, per-port and per-class counters, lcore roles, cycles per packet per stage, and the
-// mbuf pools' in-use counts at start and end. Control path; not thread-safe.
+// cause, per-port and per-class counters, lcore roles and the time of their busy loop passes,
+// cycles per packet per stage, and the mbuf pools' in-use counts at start and end. Control
+// path; not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,8 @@ struct RunReport {
     std::vector<NicCounters> port_nic;    // by policy port index
     std::vector<std::string> class_names;  // by class id
     std::vector<std::string> lcore_roles;  // e.g. "lcore 1: rx west/0; sched east"
+    std::vector<uint32_t> lcore_ids;       // as lcore_roles
+    std::vector<LoopSnapshot> lcore_loops;  // as lcore_roles: each loop's busy passes
     CounterSnapshot counters;
     uint64_t queued = 0;  // still inside the pipeline after shutdown (0 when it completed)
     double elapsed_s = 0;

@@ -469,6 +469,18 @@ TEST(PolicyErrors, TxBudgetBelowOneFrame) {
     expect_error(result, "ports[0].tx_budget", 2, 57, "250 bytes at this port's rate");
 }
 
+TEST(PolicyErrors, BurstTimeOutOfRange) {
+    const PolicyResult result = parse(
+        "ports:\n"
+        "  - {name: a, device: net_null0, rate: 10G, burst_time: 1s}\n"
+        "  - {name: b, device: net_null1, rate: 10G, burst_time: fast}\n"
+        "forwarding: [{from: a, to: b}]\n"
+        "classes: [c]\n"
+        "scheduler: {name: r, kind: fifo, class: c}\n");
+    expect_error(result, "ports[0].burst_time", 2, 57, "must be between 0 and 10000000 ns");
+    expect_error(result, "ports[1].burst_time", 3, 57, "does not start with a number");
+}
+
 TEST(PolicyErrors, TxBudgetAboveTheSchedulersBucket) {
     // The budget is the root shaper's bucket: 1 s of 10G (1.25 GB) was refused by compile,
     // without file:line.

@@ -34,7 +34,21 @@ TEST(PolicyModel, PortDefaults) {
     EXPECT_EQ(port.tx_descriptors, 1024);
     EXPECT_EQ(port.mtu, 1500);
     EXPECT_EQ(port.tx_budget_bytes, 25'000u);  // 20 us at 10 Gb/s
+    EXPECT_EQ(port.burst_time_ns, 5'000u);
     EXPECT_EQ(port.mempool_mbufs, 8191u);
+}
+
+TEST(PolicyModel, BurstTime) {
+    auto policy = parse_ok(
+        "ports:\n"
+        "  - {name: a, device: net_null0, rate: 10G, burst_time: 2us}\n"
+        "  - {name: b, device: net_null1, rate: 10G, burst_time: 0us}\n"
+        "forwarding: [{from: a, to: b}]\n"
+        "classes: [c]\n"
+        "scheduler: {name: r, kind: fifo, class: c}\n");
+    ASSERT_TRUE(policy);
+    EXPECT_EQ(policy->ports[0].burst_time_ns, 2'000u);
+    EXPECT_EQ(policy->ports[1].burst_time_ns, 0u);  // off: full bursts
 }
 
 TEST(PolicyModel, OtherSectionDefaults) {
