@@ -281,7 +281,16 @@ EOF
     } >"$file"
 }
 
+# CPU time in softirq and in the kernel on one CPU so far, ms (/proc/stat, USER_HZ ticks): the
+# veth receive work that twinlane's TX system calls run on its lcore's CPU shows as softirq.
+cpu_kernel_ms() {  # cpu_kernel_ms CPU -> "SOFTIRQ_MS SYSTEM_MS"
+    awk -v cpu="cpu$1" -v hz="$(getconf CLK_TCK)" \
+        '$1 == cpu { printf "%d %d\n", $8 * 1000 / hz, $4 * 1000 / hz }' /proc/stat
+}
+
 TL_PID=
+TL_KERNEL_START=
+TL_STARTED_AT=
 twinlane_start() {  # twinlane_start NAME twinlane|fifo MODE: 0 when forwarding
     local name=$1 kind=$2 mode=$3
     write_policy "$WORK/$name.yaml" "$kind" "$mode"
@@ -319,15 +328,20 @@ twinlane_start() {  # twinlane_start NAME twinlane|fifo MODE: 0 when forwarding
         >"$WORK/$name.reach" 2>&1
     ns_kill $NS_S sockperf
     wait "$sr" 2>/dev/null
-    grep -qE 'Total [1-9][0-9]* observations' "$WORK/$name.reach"
+    grep -qE 'Total [1-9][0-9]* observations' "$WORK/$name.reach" || return 1
+    TL_KERNEL_START=$(cpu_kernel_ms "$TL_CPU")
+    TL_STARTED_AT=$(date +%s%N)
 }
 
 twinlane_stop() {  # twinlane_stop NAME: stops twinlane, checks its own accounting
     local name=$1
+    local kernel_end ran_ms
+    kernel_end=$(cpu_kernel_ms "$TL_CPU")
+    ran_ms=$(( ($(date +%s%N) - TL_STARTED_AT) / 1000000 ))
     ns_kill $NS_G twinlane  # SIGTERM: stop receiving, drain, report
     wait "$TL_PID"
     local rc=$?
-    python3 - "$WORK/$name.json" <<'EOF'
+    python3 - "$WORK/$name.json" "$TL_CPU" "$TL_KERNEL_START" "$kernel_end" "$ran_ms" <<'EOF'
 import json, sys
 try:
     d = json.load(open(sys.argv[1]))
@@ -338,10 +352,20 @@ def total(k):
     return sum(v.values()) if isinstance(v, dict) else v
 print(f"  twinlane: rx {d.get('rx_packets', '?')} tx {d.get('tx_packets', '?')} "
       f"dropped {json.dumps(d.get('dropped', {}))} queued {d.get('queued', '?')}")
+us = lambda c, k: c.get(k, 0) / 1000
 for c in d.get('classes', []):
     print(f"    class {c.get('name')}: rx {c.get('rx_packets')} tx {c.get('tx_packets')} "
-          f"dropped {c.get('dropped')} in-gateway latency mean "
-          f"{c.get('latency_mean_ns', 0) / 1000:.1f} us max {c.get('latency_max_ns', 0) / 1000:.1f} us")
+          f"dropped {c.get('dropped')} in-gateway latency mean {us(c, 'latency_mean_ns'):.1f} us, "
+          f"p50 {us(c, 'latency_p50_ns'):.1f}, p99 {us(c, 'latency_p99_ns'):.1f}, "
+          f"p99.9 {us(c, 'latency_p999_ns'):.1f}, max {us(c, 'latency_max_ns'):.1f}")
+for l in d.get('loops', []):
+    print(f"    {l['role']}: {l['busy_passes']} busy loop passes, p50 {l['pass_p50_ns'] / 1000:.1f} us, "
+          f"p99 {l['pass_p99_ns'] / 1000:.1f}, p99.9 {l['pass_p999_ns'] / 1000:.1f}, "
+          f"max {l['pass_max_ns'] / 1000:.1f}")
+cpu, (s0, k0), (s1, k1), ran = sys.argv[2], sys.argv[3].split(), sys.argv[4].split(), int(sys.argv[5])
+if ran > 0:
+    print(f"    CPU {cpu} (the lcore's) while the load ran: softirq {int(s1) - int(s0)} ms, "
+          f"system {int(k1) - int(k0)} ms of {ran} ms")
 EOF
     # Exit 1 = accounting mismatch or an mbuf leak (twinlane allows for the mbufs DPDK's
     # af_xdp driver keeps on its fill rings at close, and logs how many).
