@@ -84,9 +84,9 @@ struct SimpleIpv4 {
     uint16_t dst_port = 0;
     uint8_t ip_protocol = 0;
     uint8_t traffic_class = 0;  // IPv4 TOS byte: DSCP << 2 | ECN
-    uint8_t l3_offset = 14;     // 18 behind one 802.1Q tag
+    uint8_t l3_offset = 14;     // 18 behind one VLAN tag, 22 behind two
     bool roce = false;          // RoCEv2: UDP to roce_port with a whole BTH
-    uint16_t vlan_id = 0;       // the tag's VLAN id, 0 when untagged
+    uint16_t vlan_id = 0;       // the outer tag's VLAN id, 0 when untagged
     uint32_t dest_qp = 0;       // BTH destination QP (24 bits) when roce
 };
 
@@ -98,15 +98,17 @@ struct SimpleIpv6 {
     uint16_t dst_port = 0;
     uint8_t ip_protocol = 0;
     uint8_t traffic_class = 0;  // DSCP << 2 | ECN
-    uint8_t l3_offset = 14;     // 18 behind one 802.1Q tag
+    uint8_t l3_offset = 14;     // 18 behind one VLAN tag, 22 behind two
     bool roce = false;
     uint16_t vlan_id = 0;
     uint32_t dest_qp = 0;
 };
 
-// The Ethernet step of parse_simple_ipv4/ipv6: untagged or one 802.1Q tag. Sets the IP
-// header's offset, the tag's VLAN id (0 untagged) and the ethertype after it; returns false
-// when fewer than `min_l3_bytes` follow the L2 header.
+// The Ethernet step of parse_simple_ipv4/ipv6: untagged, one tag (802.1Q, 802.1ad or the
+// legacy 0x9100), or such a tag and an inner 802.1Q tag (QinQ, as carriers and some fabrics
+// tag tenants). Sets the IP header's offset, the outer tag's VLAN id (0 untagged: the full
+// parser's) and the ethertype after the tags; returns false when fewer than `min_l3_bytes`
+// follow the L2 header. Other stacks are left to parse_packet.
 [[gnu::always_inline]] inline bool simple_ethernet(const uint8_t* data, uint32_t readable,
                                                    uint32_t min_l3_bytes,
                                                    const ParserOptions& options, uint32_t& l3,
@@ -115,11 +117,17 @@ struct SimpleIpv6 {
     l3 = 14;
     ether_type = load_be16(data + 12);
     vlan_id = 0;
-    if (ether_type == 0x8100 && options.max_vlan_depth != 0) {  // one 802.1Q tag
+    if ((ether_type == 0x8100 || ether_type == 0x88A8 || ether_type == 0x9100) &&
+        options.max_vlan_depth != 0) {
         vlan_id = uint16_t(load_be16(data + 14) & 0x0FFF);
         ether_type = load_be16(data + 16);
         l3 = 18;
-        if (readable < 18 + min_l3_bytes) return false;
+        // min_l3_bytes >= 20, so the inner tag's 4 bytes were checked readable above.
+        if (ether_type == 0x8100 && options.max_vlan_depth >= 2) {
+            ether_type = load_be16(data + 20);
+            l3 = 22;
+        }
+        if (readable < l3 + min_l3_bytes) return false;
     }
     return true;
 }

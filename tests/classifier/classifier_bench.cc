@@ -27,9 +27,9 @@ using testing::PacketBuilder;
 constexpr uint32_t kFrameBytes = 64;
 
 // What the frames of a FramePool carry: plain UDP, RoCEv2 (UDP 4791, one QP per flow: a
-// gateway's training traffic), TCP behind one 802.1Q tag, or over IPv6 TCP and RoCEv2 (an
-// IPv6 underlay, common in AI clusters).
-enum class FrameKind { udp, roce, vlan_tcp, ipv6_tcp, ipv6_roce };
+// gateway's training traffic), TCP behind one 802.1Q tag or behind QinQ (802.1ad + 802.1Q), or
+// over IPv6 TCP and RoCEv2 (an IPv6 underlay, common in AI clusters).
+enum class FrameKind { udp, roce, vlan_tcp, qinq_tcp, ipv6_tcp, ipv6_roce };
 
 // `count` distinct flows as 64-byte frames (IPv6: 80, its smallest TCP frame is 74),
 // contiguous, in a shuffled flow order.
@@ -60,6 +60,9 @@ struct FramePool {
             } else if (kind == FrameKind::vlan_tcp) {
                 builder.vlan(uint16_t(100 + flow % 8)).ipv4(src, dst, 6)
                     .tcp(uint16_t(1024 + flow % 50000), 50051);
+            } else if (kind == FrameKind::qinq_tcp) {  // 802.1ad outer, 802.1Q inner
+                builder.vlan(uint16_t(100 + flow % 8), 0x88A8).vlan(uint16_t(1024 + flow % 1024))
+                    .ipv4(src, dst, 6).tcp(uint16_t(1024 + flow % 50000), 50051);
             } else if (kind == FrameKind::ipv6_tcp) {
                 builder.ipv6(testing::ipv6(0xFD00, uint16_t(flow)), testing::ipv6(0xFD01, 1), 6)
                     .tcp(uint16_t(1024 + flow % 50000), 50051);
@@ -168,10 +171,12 @@ void hit_path_of(benchmark::State& state, FrameKind kind) {
 }
 void BM_HitPath_Roce_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::roce); }
 void BM_HitPath_VlanTcp_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::vlan_tcp); }
+void BM_HitPath_QinQTcp_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::qinq_tcp); }
 void BM_HitPath_Ipv6Tcp_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::ipv6_tcp); }
 void BM_HitPath_Ipv6Roce_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::ipv6_roce); }
 BENCHMARK(BM_HitPath_Roce_Burst);
 BENCHMARK(BM_HitPath_VlanTcp_Burst);
+BENCHMARK(BM_HitPath_QinQTcp_Burst);
 BENCHMARK(BM_HitPath_Ipv6Tcp_Burst);
 BENCHMARK(BM_HitPath_Ipv6Roce_Burst);
 

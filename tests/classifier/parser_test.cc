@@ -195,7 +195,7 @@ void expect_common_fields(const ParsedPacket& p, const Simple& simple) {
     EXPECT_EQ(p.flow_dscp, simple.traffic_class >> 2);
     EXPECT_EQ(p.ecn, simple.traffic_class & 3);
     EXPECT_EQ(p.vlan_id, simple.vlan_id);
-    EXPECT_EQ(p.vlan_count, simple.l3_offset == 18 ? 1 : 0);
+    EXPECT_EQ(p.vlan_count, (simple.l3_offset - 14) / 4);
     EXPECT_EQ(p.fragment, Fragment::none);
     EXPECT_EQ(p.fragment_id, 0u);
     EXPECT_EQ(p.roce, simple.roce);
@@ -267,8 +267,8 @@ TEST(Parser, SimpleIpPathsAgreeWithFullParser) {
         }
     }
     EXPECT_GT(accepted, 1000u);  // the fast path is actually taken
-    // The plain IPv4 cases, RoCEv2 and one 802.1Q tag take it; two tags and (with vxlan_inner)
-    // VXLAN never do.
+    // The plain IPv4 cases, RoCEv2, one VLAN tag and QinQ take it; deeper stacks and (with
+    // vxlan_inner) VXLAN never do.
     const auto tcp = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
     EXPECT_TRUE(simple_agrees(tcp.data(), uint32_t(tcp.size()), uint32_t(tcp.size()), {}));
     const auto roce = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17).udp(1, 4791).bth(4, 9).build();
@@ -287,8 +287,19 @@ TEST(Parser, SimpleIpPathsAgreeWithFullParser) {
     EXPECT_EQ(simple.l3_offset, 18);
     const auto stacked = PacketBuilder().ethernet().vlan(10, 0x88A8).vlan(300)
                              .ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
+    EXPECT_TRUE(simple_agrees(stacked.data(), uint32_t(stacked.size()),
+                              uint32_t(stacked.size()), {}));
+    ASSERT_TRUE(parse_simple_ipv4(stacked.data(), uint32_t(stacked.size()),
+                                  uint32_t(stacked.size()), {}, simple));
+    EXPECT_EQ(simple.vlan_id, 10);  // the outer tag, as parse_packet
+    EXPECT_EQ(simple.l3_offset, 22);
+    ParserOptions one_tag;
+    one_tag.max_vlan_depth = 1;  // QinQ is then malformed (vlan_too_deep): the full parser's call
     EXPECT_FALSE(simple_agrees(stacked.data(), uint32_t(stacked.size()),
-                               uint32_t(stacked.size()), {}));
+                               uint32_t(stacked.size()), one_tag));
+    const auto three = PacketBuilder().ethernet().vlan(1, 0x88A8).vlan(2).vlan(3)
+                           .ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
+    EXPECT_FALSE(simple_agrees(three.data(), uint32_t(three.size()), uint32_t(three.size()), {}));
     const auto vxlan = vxlan_cases()[0].frame;
     EXPECT_FALSE(simple_agrees(vxlan.data(), uint32_t(vxlan.size()), uint32_t(vxlan.size()),
                                vxlan_options()));
