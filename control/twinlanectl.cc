@@ -113,12 +113,22 @@ void print_status(std::ostream& out, const json& status) {
             if (!ports_text.empty()) ports_text += ",";
             ports_text += name.is_string() ? name.get<std::string>() : name.dump();
         }
+        // The loop's busy passes (a daemon; a policy-only status has none).
+        std::string passes = "-";
+        if (lcore.contains("busy_passes")) {
+            char text[96];
+            std::snprintf(text, sizeof text, "%.1f / %.1f / %.1f",
+                          static_cast<double>(u64(lcore, "pass_p50_ns")) / 1e3,
+                          static_cast<double>(u64(lcore, "pass_p99_ns")) / 1e3,
+                          static_cast<double>(u64(lcore, "pass_max_ns")) / 1e3);
+            passes = std::to_string(u64(lcore, "busy_passes")) + "  " + text;
+        }
         lcores.push_back({std::to_string(u64(lcore, "lcore")), str(lcore, "role"),
-                          ports_text.empty() ? "-" : ports_text});
+                          ports_text.empty() ? "-" : ports_text, passes});
     }
     if (!lcores.empty()) {
         out << '\n';
-        print_table(out, {"LCORE", "ROLE", "PORTS"}, lcores);
+        print_table(out, {"LCORE", "ROLE", "PORTS", "BUSY PASSES  P50 / P99 / MAX us"}, lcores);
     }
 }
 

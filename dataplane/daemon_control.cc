@@ -364,8 +364,18 @@ ApiResult DaemonControl::status() {
     }
     out["ports"] = std::move(ports);
     json lcores = json::array();
-    for (const DaemonLcore& role : pipeline_.roles)
-        lcores.push_back({{"lcore", role.lcore}, {"role", role.role}, {"ports", role.ports}});
+    for (size_t i = 0; i < pipeline_.roles.size(); ++i) {
+        const DaemonLcore& role = pipeline_.roles[i];
+        json entry = {{"lcore", role.lcore}, {"role", role.role}, {"ports", role.ports}};
+        if (i < pipeline_.lcores.size()) {  // its loop's busy passes so far (pipeline.h)
+            const LoopSnapshot loop = loop_snapshot(*pipeline_.lcores[i]->counters);
+            entry["busy_passes"] = loop.busy_passes;
+            entry["pass_p50_ns"] = loop.percentile_ns(kP50Ppm);
+            entry["pass_p99_ns"] = loop.percentile_ns(kP99Ppm);
+            entry["pass_max_ns"] = loop.max_ns;
+        }
+        lcores.push_back(std::move(entry));
+    }
     out["lcores"] = std::move(lcores);
     // What the lcores run, as they confirmed it: per egress tree, its nodes' parameters.
     json egress = json::array();

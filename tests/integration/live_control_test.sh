@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The control surfaces of a running daemon (`twinlane run -c`, traffic from flow_stream.py):
-#  - twinlanectl status / stats classes / stats ports / flows --top 5 / watch --count 2 print
+#  - twinlanectl status (with each lcore's busy loop passes) / stats classes / stats ports / flows --top 5 / watch --count 2 print
 #    live numbers (roles from the lcore plan, class counters that grow, the training flows),
 #  - GET /metrics on 127.0.0.1 (--metrics-port) has twinlane_ class counters that grow with
 #    traffic, and the port rates are non-zero,
@@ -39,6 +39,16 @@ grep -q "policy policy.yaml (epoch 1), log level info" status.txt || fail "statu
 grep -Eq "^0 +rx +in" status.txt && grep -Eq "^1 +scheduler +out" status.txt ||
     fail "status lacks the lcore roles: $(cat status.txt)"
 grep -Eq "^out +1 .* up " status.txt || fail "status lacks port out, link up: $(cat status.txt)"
+# Each lcore's loop: busy passes counted, their percentiles ordered.
+ctl -j status >status.json || fail "status --json failed"
+python3 - status.json <<'PY' || fail "status lacks the lcores' busy passes: $(cat status.json)"
+import json, sys
+for l in json.load(open(sys.argv[1]))["lcores"]:
+    assert l["busy_passes"] > 0, l
+    assert 0 < l["pass_p50_ns"] <= l["pass_p99_ns"] <= l["pass_max_ns"], l
+PY
+grep -Eq "^0 +rx +in +[0-9]+ +[0-9.]+ / [0-9.]+ / [0-9.]+" status.txt ||
+    fail "status table lacks the busy passes: $(cat status.txt)"
 
 ctl stats classes >classes1.txt || fail "stats classes failed"
 ctl flows --top 5 >flows.txt || fail "flows failed"
