@@ -568,6 +568,15 @@ uint32_t SloGovernor::follow_reclassification(uint8_t old_lane, uint32_t old_job
     if (from.below != nullptr && from.below != to.below) from.below->queued = 0;
     if (to.below != nullptr && from.below != to.below) to.below->queued += moved.packets;
     if (from.cls != to.cls) record_move(from.cls, to.cls, moved.packets, moved.bytes);
+    if (from.below != nullptr && lane != old_lane) {
+        // The classifier took the flow out of the class that downgraded it (an elephant, a
+        // new rule): it is no longer that class's to keep down or bring back. Its packets
+        // went with it; the class forgets it now rather than "returning" it later, which
+        // would be logged as a control action that moves nothing.
+        ClassState& c = *classes_[static_cast<size_t>(class_of_lane_[old_lane])];
+        erase_override(c, flow_hash);
+        c.live.downgraded_flows.set(c.override_count);
+    }
     return moved.packets;
 }
 
