@@ -117,11 +117,15 @@ struct WindowMeasurement {
     uint64_t backlog_bytes = 0;            // queued in the class when the window closed
     uint64_t service_bps = 0;              // the rate the class is served at (its cap, or the link)
     std::span<const FlowLoad> heaviest;    // flows in the class, heaviest first
-    std::span<const FlowLoad> downgraded;  // downgraded flows that could return (nothing of
-                                           // them queued below), bytes this window
+    std::span<const FlowLoad> downgraded;  // downgraded flows not yet returning, with their
+                                           // load per window over the quiet period (0: they
+                                           // sent nothing in it)
     uint32_t downgraded_count = 0;         // every downgraded flow
     uint32_t downgraded_active = 0;        // downgraded flows that sent in this window
     uint64_t downgraded_bytes = 0;         // what the downgraded flows sent in this window
+    uint64_t downgraded_load = 0;          // the load of every flow `downgraded` could list
+    uint64_t returning_load = 0;           // the load of flows returning once drained below
+                                           // (still sending there): the class's already
 };
 
 struct Pressure {
