@@ -480,12 +480,20 @@ void SloGovernor::close_window(ClassState& c, uint64_t end_ns) {
             const uint64_t bytes = c.meter.bytes_of(o.flow_hash);
             if (bytes != 0) ++active;
             active_bytes += bytes;
-            o.recent_bytes = o.recent_bytes - o.recent_bytes / quiet + bytes;
-            o.silent_windows = bytes != 0 ? 0 : std::min(o.silent_windows + 1, quiet);
-            // Offered for return with its load per window, 0 only when it sent nothing for the
-            // whole quiet period. One with packets still below returns when they have left.
+            // Its load: what it sent per window while down (at least this window's bytes),
+            // 0 once it has stopped: silent for the quiet period and for twice its mean gap
+            // between windows it sent in (a flow that sends an RPC every 3 ms is silent in
+            // half the 2 ms periods without having stopped).
+            o.bytes_down += bytes;
+            o.windows_down += o.windows_down != UINT32_MAX ? 1 : 0;
+            o.active_windows += bytes != 0 && o.active_windows != UINT32_MAX ? 1 : 0;
+            o.silent_windows = bytes != 0 ? 0 : std::min(o.silent_windows + 1, UINT32_MAX - 1);
+            const uint64_t gap = o.active_windows == 0 ? 0 : o.windows_down / o.active_windows;
+            const bool stopped = o.silent_windows >= std::max<uint64_t>(quiet, 2 * gap);
+            // Offered for return with that load; one with packets still below returns when
+            // they have left.
             const uint64_t load =
-                o.silent_windows >= quiet ? 0 : std::max(bytes, o.recent_bytes / quiet);
+                stopped ? 0 : std::max(bytes, o.bytes_down / std::max(1u, o.windows_down));
             if (o.returning) {
                 returning_load += load;  // decided: its load is the class's already
                 continue;

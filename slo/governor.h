@@ -240,9 +240,9 @@ class SloGovernor {
 
     // The downgraded flows of one class: open addressing by flow hash, backward-shift removal.
     // `queued`: the flow's packets in the lower class; it returns only when there are none.
-    // `recent_bytes`: a leaky sum of its bytes per window over the quiet period (q windows:
-    // recent -= recent / q, += the window's bytes), so a flow that sends in one window of
-    // several still counts; `silent_windows`: windows in a row it sent nothing.
+    // Its load while down, for its return: `bytes_down` over `windows_down` windows closed
+    // since it went down, `active_windows` of them with bytes, `silent_windows` in a row
+    // without (kSilentWindowsMax at most).
     // `returning`: the controller brought it back while packets of it were still queued
     // below; its packets keep going there, behind them, and it leaves the table when the
     // last of them has left (left_lower_class).
@@ -251,7 +251,9 @@ class SloGovernor {
         uint32_t job = 0;
         uint32_t queued = 0;
         uint32_t silent_windows = 0;
-        uint64_t recent_bytes = 0;
+        uint32_t windows_down = 0;
+        uint32_t active_windows = 0;
+        uint64_t bytes_down = 0;
         bool used = false;
         bool returning = false;
     };

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The latency-SLO goals of issue 20, measured in replay (virtual time).
 
-  slo_goals.py TWINLANE POLICY WORKDIR [--surge-clients N] [--check] [--json OUT]
+  slo_goals.py TWINLANE POLICY WORKDIR [--surge-clients N] [--seed S] [--check] [--json OUT]
 
 Generates a 100 ms trace (training offered at 110% of a 10G link, inference 10% surging to 25x
-from 10 ms to 30 ms, other 2%; seed 1) and the same trace without the surge, replays them under
-POLICY with its SLO controller and with --slo-measure-only (the fixed cap), and measures:
+from 10 ms to 30 ms, other 2%; seed 1 unless --seed) and the same trace without the surge,
+replays them under POLICY with its SLO controller and with --slo-measure-only (the fixed cap),
+and measures:
 
   attainment      windows that met the inference SLO / windows judged, with and without the
                   controller, over the run and over the surge's windows
@@ -162,13 +163,14 @@ def main():
     ap.add_argument("policy")
     ap.add_argument("workdir")
     ap.add_argument("--surge-clients", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=1, help="the generator's seed (default 1)")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
     tl, wd = args.twinlane, args.workdir
     os.makedirs(wd, exist_ok=True)
     gen = [tl, "gen", "--link-rate", "10G", "--duration", "100ms", "--training-load", "1.1",
-           "--inference-load", "0.1", "--other-load", "0.02", "--seed", "1"]
+           "--inference-load", "0.1", "--other-load", "0.02", "--seed", str(args.seed)]
     base, surge = os.path.join(wd, "base.pcap"), os.path.join(wd, "surge.pcap")
     run(gen + ["-o", base])
     run(gen + ["-o", surge, "--surge", "25", "--surge-start", f"{SURGE_START_MS}ms",
