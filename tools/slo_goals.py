@@ -17,7 +17,10 @@ and measures:
                   and, per 1 ms bin of frame bytes, over the surge whether backlogged or not
   settling        windows from the surge's start (and end) to the controller's last action in
                   that phase: any action (strict), and actions moving at least 5% of the class's
-                  bytes of their window (cap changes always count)
+                  bytes of their window (cap changes always count). A return decided while the
+                  flow still has packets queued in the lower class is one action; the flow
+                  leaves the lower class when they have left, which is reported apart: windows
+                  from the surge's end to the last window that closed with a flow still down
   reordering      per flow (5-tuple), packets left in the order they arrived (TCP sequence,
                   RoCEv2 PSN, else IPv4 ID)
   no surge        the departures under POLICY and under POLICY without its slo keys are the
@@ -256,6 +259,11 @@ def main():
 
     start_strict, start_tol = settle(lo, hi)
     end_strict, end_tol = settle(hi, 1e9)
+    # Flows still downgraded (returns decided, packets draining below, or not yet returned).
+    down_until = 0.0
+    for t, flows in zip(inf["series"]["t_s"], inf["series"]["downgraded_flows"]):
+        if t >= hi and flows:
+            down_until = max(down_until, (t + window_s - hi) / window_s)
     checked_flows, out_of_order = flows_in_order(surge, ctl_pcap)
 
     goals = {
@@ -278,6 +286,7 @@ def main():
         "settle_after_start_windows_5pct": start_tol,
         "settle_after_end_windows": end_strict,
         "settle_after_end_windows_5pct": end_tol,
+        "flows_down_after_end_windows": down_until,
         "cap_changes": inf["cap"]["changes"],
         "flows_checked": checked_flows,
         "packets_out_of_order": out_of_order,
@@ -306,6 +315,8 @@ def main():
     print(f"| settling after surge end (strict / moves >= 5%) | - | "
           f"{g['settle_after_end_windows']:.1f} / {g['settle_after_end_windows_5pct']:.1f} "
           f"windows |")
+    print(f"| flows still downgraded after the surge's end (returns draining below) | - | "
+          f"{g['flows_down_after_end_windows']:.1f} windows |")
     print(f"| packets out of flow order | - | {g['packets_out_of_order']} "
           f"({g['flows_checked']} flows) |")
     print(f"| no surge: departures identical to the policy without slo | - | "
@@ -323,6 +334,8 @@ def main():
             failures.append("training kept less than 90% of what inference left")
         if g["settle_after_start_windows_5pct"] > 10 or g["settle_after_end_windows_5pct"] > 10:
             failures.append("the controller took more than 10 windows to settle")
+        if g["settle_after_end_windows"] > 10:
+            failures.append("the controller still acted more than 10 windows after the surge")
         if g["packets_out_of_order"] != 0:
             failures.append("flows reordered")
         if not g["no_surge_identical"]:
