@@ -488,7 +488,9 @@ void SloGovernor::close_window(ClassState& c, uint64_t end_ns) {
             o.windows_down += o.windows_down != UINT32_MAX ? 1 : 0;
             o.active_windows += bytes != 0 && o.active_windows != UINT32_MAX ? 1 : 0;
             o.silent_windows = bytes != 0 ? 0 : std::min(o.silent_windows + 1, UINT32_MAX - 1);
-            const uint64_t gap = o.active_windows == 0 ? 0 : o.windows_down / o.active_windows;
+            // Up to its last active window: the silence now is what is being judged.
+            const uint64_t gap =
+                o.active_windows == 0 ? 0 : (o.windows_down - o.silent_windows) / o.active_windows;
             const bool stopped = o.silent_windows >= std::max<uint64_t>(quiet, 2 * gap);
             // Offered for return with that load; one with packets still below returns when
             // they have left.
