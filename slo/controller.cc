@@ -103,8 +103,8 @@ Decision Controller::on_window(const WindowMeasurement& m) {
         // Everything downgraded fits under the cap with the step-down's margin: no return can
         // be undone by returning load, so the backoff has nothing to protect.
         const uint64_t committed = m.bytes_in + m.returning_load;
-        const bool all_fit = committed + m.downgraded_load <=
-                             bytes_per_window(service, kDecreaseUtilisation);
+        const bool all_fit =
+            committed + m.downgraded_load <= bytes_per_window(service, kDecreaseUtilisation);
         if (spec_.downgrade && met_streak_ >= spec_.quiet_windows) {
             FlowList lightest;
             for (const FlowLoad& f : m.downgraded)

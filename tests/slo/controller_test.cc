@@ -381,7 +381,7 @@ TEST(SloController, FlowsThatSentNothingReturnAfterThePlainQuietPeriod) {
     m.downgraded = down;
     m.downgraded_count = 1;
     c.on_window(m);
-    c.on_window(m);  // returned
+    c.on_window(m);    // returned
     c.on_pressure(p);  // and downgraded again: backed off
     ASSERT_EQ(c.return_backoff(), 1u);
     // Silent now: nothing comes back with it, it returns after 2 windows all the same.

@@ -32,8 +32,8 @@ class Rig {
         const conf::CompiledEgress& egress = compiled_.egress.at(0);
         scheduler_ = sched::Scheduler::build(egress.tree).scheduler;
         lanes_ = static_cast<uint32_t>(egress.leaves.class_count());
-        governor_ = std::make_unique<SloGovernor>(egress.slo, lanes_,
-                                                  GovernorOptions{.keep_events = true});
+        governor_ =
+            std::make_unique<SloGovernor>(egress.slo, lanes_, GovernorOptions{.keep_events = true});
         const auto error = governor_->bind(scheduler_.get(), &egress.leaves);
         EXPECT_FALSE(error) << *error;
     }
@@ -47,8 +47,7 @@ class Rig {
     SloClassStats inference() const { return governor_->stats(0); }
 
     // `count` frames of `flow` arriving in class `class_id` at `now_ns`; the leaf each got.
-    std::vector<uint16_t> arrive(uint8_t class_id, uint32_t flow, uint32_t count,
-                                 uint64_t now_ns) {
+    std::vector<uint16_t> arrive(uint8_t class_id, uint32_t flow, uint32_t count, uint64_t now_ns) {
         governor_->tick(now_ns);
         std::vector<sched::Packet> packets(count);
         for (sched::Packet& p : packets) {
@@ -57,8 +56,8 @@ class Rig {
             p.leaf = leaf(class_id);
             p.user = admission::pack_user(lane(class_id), 0);
         }
-        governor_->admit(lane(class_id), packets.data(), count, [](uint32_t) { return 0u; },
-                         now_ns);
+        governor_->admit(
+            lane(class_id), packets.data(), count, [](uint32_t) { return 0u; }, now_ns);
         std::vector<uint16_t> leaves;
         for (const sched::Packet& p : packets)
             leaves.push_back(p.leaf);
@@ -74,8 +73,7 @@ class Rig {
         std::array<sched::DroppedPacket, 8> drops{};
         for (uint64_t t = now_ns; scheduler_->queued_packets() != 0; t += 2'000) {
             while (scheduler_->dequeue(&out, 1, t, drops.data(), drops.size()).packets == 1) {
-                governor_->depart(out.user, t - out.arrival_ns, out.length_bytes, out.flow_hash,
-                                  t);
+                governor_->depart(out.user, t - out.arrival_ns, out.length_bytes, out.flow_hash, t);
                 ++sent;
             }
         }
@@ -119,8 +117,7 @@ TEST(SloGovernor, AFlowTheClassifierTakesOutOfTheClassIsForgottenNotReturned) {
     Rig rig;
     downgrade_by_pressure(rig, 1 * kMs + 100'000);
     // The elephant heuristic moves it to training: its packets follow it from `other`.
-    rig.governor().follow_reclassification(rig.lane(kInference), 0, rig.lane(kTraining), 0,
-                                           kFlow);
+    rig.governor().follow_reclassification(rig.lane(kInference), 0, rig.lane(kTraining), 0, kFlow);
     EXPECT_EQ(rig.scheduler().leaf_queued_bytes(rig.leaf(kOther)), 0u);
     EXPECT_EQ(rig.scheduler().leaf_queued_bytes(rig.leaf(kTraining)), 40u * kFrame);
     EXPECT_EQ(rig.inference().downgraded_flows, 0u);
