@@ -100,16 +100,22 @@ Decision Controller::on_window(const WindowMeasurement& m) {
     if (m.downgraded_count != 0 || !m.downgraded.empty()) {
         // Flows that sent wait out the backed-off quiet period; silent ones the plain one.
         const uint32_t backed_off = spec_.quiet_windows << return_backoff_;
+        // Everything downgraded fits under the cap with the step-down's margin: no return can
+        // be undone by returning load, so the backoff has nothing to protect.
+        const uint64_t committed = m.bytes_in + m.returning_load;
+        const bool all_fit =
+            committed + m.downgraded_load <= bytes_per_window(service, kDecreaseUtilisation);
         if (spec_.downgrade && met_streak_ >= spec_.quiet_windows) {
             FlowList lightest;
             for (const FlowLoad& f : m.downgraded)
-                if ((f.bytes == 0 || met_streak_ >= backed_off) && !lightest.push(f)) break;
+                if ((f.bytes == 0 || all_fit || met_streak_ >= backed_off) && !lightest.push(f))
+                    break;
             std::sort(lightest.flows.begin(), lightest.flows.begin() + lightest.count,
                       [](const FlowLoad& a, const FlowLoad& b) {
                           return a.bytes != b.bytes ? a.bytes < b.bytes : a.flow_hash < b.flow_hash;
                       });
             const uint64_t budget = bytes_per_window(service, kReturnUtilisation);
-            uint64_t room = budget > m.bytes_in ? budget - m.bytes_in : 0;
+            uint64_t room = budget > committed ? budget - committed : 0;
             for (const FlowLoad& f : lightest.view()) {
                 if (f.bytes > room) break;
                 room -= f.bytes;

@@ -54,18 +54,27 @@
 //                           what stays shrinks multiplicatively per missed window (the MD of
 //                           Aequitas's AIMD on admitted load; returns are the additive part).
 // Flows return once the target has been met for quiet_windows in a row, lightest first, while
-// what stays plus what returns fits kReturnUtilisation of the cap (a flow that sent nothing
-// fits), and only flows with nothing left queued in the lower class (the governor passes only
-// those): then nothing needs to move and nothing can be reordered. A return never lifts what
-// stays above 90% of the cap and a downgrade leaves at most 95%: a constant load settles in that
-// band.
+// what stays, plus the load of flows whose return is already decided, plus what returns fits
+// kReturnUtilisation of the cap. A flow's load is what the governor measured it sending per
+// window while down (at least its bytes in the last window), 0 once it has stopped: silent for
+// the quiet period and for twice its mean gap between windows it sent in (a sparse flow, an RPC
+// every few windows, is silent in many quiet periods without having stopped; counting those
+// as "nothing comes back" returned ~7 Gbit/s as 91 KB over 1000 surge clients). A flow with
+// packets still queued in the lower class returns when the last of them has left (the
+// governor keeps placing its packets there until then, so nothing is reordered): the return
+// is one decision, its load counts as the class's from then on. A return never lifts what
+// stays above 90% of the cap and a downgrade leaves at most 95%: a constant load settles in
+// that band.
 // Hysteresis on returns (kMaxReturnBackoff): a return undone within the quiet period (a flow
 // downgraded again, by pressure or a missed window, fewer than quiet_windows windows after
-// flows returned) doubles the quiet period that flows that sent in the window need before
-// returning, up to 2^kMaxReturnBackoff times; it resets once no flow is downgraded. Measured in
-// replay (a 25x surge over 32 clients): without it, flows returned every 2-4 windows of the
-// surge and were downgraded again within a window or two. A flow that sent nothing in the
-// window returns after the plain quiet period: it brings no load back.
+// flows returned) doubles the quiet period that flows that still send need before returning,
+// up to 2^kMaxReturnBackoff times; it resets once no flow is downgraded. Measured in replay (a
+// 25x surge over 32 clients): without it, flows returned every 2-4 windows of the surge and
+// were downgraded again within a window or two. A flow that has stopped returns after the
+// plain quiet period: it brings no load back. And when everything downgraded fits, with what
+// stays, under kDecreaseUtilisation of the cap, every flow returns after the plain quiet
+// period: no return can then be undone by returning load, and the backoff has nothing to
+// protect (after a surge over 1000 clients, returns trickled on for 80 windows without it).
 // The cap steps down while downgraded flows still send only if what they sent, added to what
 // the class sent, stays under kDecreaseUtilisation of the lower cap: their load could come back
 // without the lower cap binding (one variable moves at a time, as before, in effect). Measured:
@@ -117,11 +126,15 @@ struct WindowMeasurement {
     uint64_t backlog_bytes = 0;            // queued in the class when the window closed
     uint64_t service_bps = 0;              // the rate the class is served at (its cap, or the link)
     std::span<const FlowLoad> heaviest;    // flows in the class, heaviest first
-    std::span<const FlowLoad> downgraded;  // downgraded flows that could return (nothing of
-                                           // them queued below), bytes this window
+    std::span<const FlowLoad> downgraded;  // downgraded flows not yet returning, with their
+                                           // load per window over the quiet period (0: they
+                                           // sent nothing in it)
     uint32_t downgraded_count = 0;         // every downgraded flow
     uint32_t downgraded_active = 0;        // downgraded flows that sent in this window
     uint64_t downgraded_bytes = 0;         // what the downgraded flows sent in this window
+    uint64_t downgraded_load = 0;          // the load of every flow `downgraded` could list
+    uint64_t returning_load = 0;           // the load of flows returning once drained below
+                                           // (still sending there): the class's already
 };
 
 struct Pressure {

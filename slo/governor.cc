@@ -116,8 +116,11 @@ std::string describe(const SloEvent& e, const SloClassSpec& spec) {
             break;
         case EventKind::restore:
             line += "returned " + std::to_string(e.flows) + " flow(s) from " +
-                    spec.downgrade_class_name + ", " + std::to_string(e.downgraded_flows) +
-                    " down now";
+                    spec.downgrade_class_name;
+            if (e.deferred != 0)
+                line += " (" + std::to_string(e.deferred) +
+                        " silent, once their packets queued there have left)";
+            line += ", " + std::to_string(e.downgraded_flows) + " down now";
             break;
     }
     return line + " (" + why + ")";
@@ -208,7 +211,7 @@ bool SloGovernor::insert_override(ClassState& c, uint32_t flow_hash, uint32_t jo
         if (c.overrides[at].flow_hash == flow_hash) return false;
         at = (at + 1) & (kOverrideSlots - 1);
     }
-    c.overrides[at] = Override{flow_hash, job, 0, true};
+    c.overrides[at] = Override{.flow_hash = flow_hash, .job = job, .used = true};
     ++c.override_count;
     return true;
 }
@@ -239,7 +242,12 @@ void SloGovernor::left_lower_class(uint8_t lane, uint32_t flow_hash) {
     for (uint32_t mask = downgraders_[lane]; mask != 0; mask &= mask - 1) {
         ClassState& c = *classes_[static_cast<size_t>(std::countr_zero(mask))];
         if (Override* o = find_override(c, flow_hash); o != nullptr && o->queued != 0) {
-            --o->queued;
+            if (--o->queued == 0 && o->returning) {
+                // Its return was decided; the last of its packets below has left.
+                erase_override(c, flow_hash);
+                c.live.returns.add(1);
+                c.live.downgraded_flows.set(c.override_count);
+            }
             return;
         }
     }
@@ -315,15 +323,21 @@ uint64_t SloGovernor::downgrade_flow(ClassState& c, const FlowLoad& flow) {
     return flow.bytes;
 }
 
-// Only a flow with nothing queued below returns (close_window offers no other): its next
-// packet goes to the class's own leaf and nothing can overtake anything.
-uint64_t SloGovernor::restore_flow(ClassState& c, const FlowLoad& flow) {
-    const Override* o = find_override(c, flow.flow_hash);
-    if (o == nullptr || o->queued != 0) return 0;
+// A flow with nothing queued below returns at once: its next packet goes to the class's own
+// leaf and nothing can overtake anything. One with packets still below (close_window offers
+// only silent ones) returns when the last of them has left (left_lower_class); until then
+// its packets keep going below, behind them. Returns whether it returned now.
+bool SloGovernor::restore_flow(ClassState& c, const FlowLoad& flow) {
+    Override* o = find_override(c, flow.flow_hash);
+    if (o == nullptr) return false;
+    if (o->queued != 0) {
+        o->returning = true;
+        return false;
+    }
     erase_override(c, flow.flow_hash);
     c.live.returns.add(1);
     c.live.downgraded_flows.set(c.override_count);
-    return flow.bytes;
+    return true;
 }
 
 void SloGovernor::apply(ClassState& c, const Decision& d, uint64_t now_ns, uint64_t window_start_ns,
@@ -372,8 +386,9 @@ void SloGovernor::apply(ClassState& c, const Decision& d, uint64_t now_ns, uint6
         e.flows = 0;
         e.bytes = 0;
         for (const FlowLoad& f : d.restore.view()) {
-            e.bytes += restore_flow(c, f);
+            e.bytes += f.bytes;
             ++e.flows;
+            if (!restore_flow(c, f)) ++e.deferred;
         }
         e.downgraded_flows = c.override_count;
         emit(e);
@@ -456,18 +471,43 @@ void SloGovernor::close_window(ClassState& c, uint64_t end_ns) {
     uint32_t down = 0;
     uint32_t active = 0;
     uint64_t active_bytes = 0;
+    uint64_t downgraded_load = 0;
+    uint64_t returning_load = 0;
     if (c.override_count != 0) {
-        for (const Override& o : c.overrides) {
+        const uint32_t quiet = c.controller.spec().quiet_windows;
+        for (Override& o : c.overrides) {
             if (!o.used) continue;
             const uint64_t bytes = c.meter.bytes_of(o.flow_hash);
             if (bytes != 0) ++active;
             active_bytes += bytes;
-            if (o.queued != 0 || down == c.downgraded.size()) continue;
-            c.downgraded[down++] = FlowLoad{o.flow_hash, o.job, bytes};
+            // Its load: what it sent per window while down (at least this window's bytes),
+            // 0 once it has stopped: silent for the quiet period and for twice its mean gap
+            // between windows it sent in (a flow that sends an RPC every 3 ms is silent in
+            // half the 2 ms periods without having stopped).
+            o.bytes_down += bytes;
+            o.windows_down += o.windows_down != UINT32_MAX ? 1 : 0;
+            o.active_windows += bytes != 0 && o.active_windows != UINT32_MAX ? 1 : 0;
+            o.silent_windows = bytes != 0 ? 0 : std::min(o.silent_windows + 1, UINT32_MAX - 1);
+            // Up to its last active window: the silence now is what is being judged.
+            const uint64_t gap =
+                o.active_windows == 0 ? 0 : (o.windows_down - o.silent_windows) / o.active_windows;
+            const bool stopped = o.silent_windows >= std::max<uint64_t>(quiet, 2 * gap);
+            // Offered for return with that load; one with packets still below returns when
+            // they have left.
+            const uint64_t load =
+                stopped ? 0 : std::max(bytes, o.bytes_down / std::max(1u, o.windows_down));
+            if (o.returning) {
+                returning_load += load;  // decided: its load is the class's already
+                continue;
+            }
+            downgraded_load += load;
+            if (down != c.downgraded.size()) c.downgraded[down++] = {o.flow_hash, o.job, load};
         }
     }
     m.downgraded_active = active;
     m.downgraded_bytes = active_bytes;
+    m.downgraded_load = downgraded_load;
+    m.returning_load = returning_load;
     m.downgraded = std::span<const FlowLoad>(c.downgraded.data(), down);
     m.downgraded_count = c.override_count;
 
@@ -568,6 +608,15 @@ uint32_t SloGovernor::follow_reclassification(uint8_t old_lane, uint32_t old_job
     if (from.below != nullptr && from.below != to.below) from.below->queued = 0;
     if (to.below != nullptr && from.below != to.below) to.below->queued += moved.packets;
     if (from.cls != to.cls) record_move(from.cls, to.cls, moved.packets, moved.bytes);
+    if (from.below != nullptr && lane != old_lane) {
+        // The classifier took the flow out of the class that downgraded it (an elephant, a
+        // new rule): it is no longer that class's to keep down or bring back. Its packets
+        // went with it; the class forgets it now rather than "returning" it later, which
+        // would be logged as a control action that moves nothing.
+        ClassState& c = *classes_[static_cast<size_t>(class_of_lane_[old_lane])];
+        erase_override(c, flow_hash);
+        c.live.downgraded_flows.set(c.override_count);
+    }
     return moved.packets;
 }
 

@@ -78,6 +78,7 @@ struct SloEvent {
     uint64_t bytes = 0;  // downgrade/restore: the flows' bytes in the window
     uint32_t flows = 0;
     uint32_t downgraded_flows = 0;  // after the action
+    uint32_t deferred = 0;          // restore: flows of `flows` that leave once drained below
     uint8_t class_index = 0;        // into SloTreeSpec::classes
     EventKind kind = EventKind::missed;
     Reason reason = Reason::none;
@@ -239,11 +240,22 @@ class SloGovernor {
 
     // The downgraded flows of one class: open addressing by flow hash, backward-shift removal.
     // `queued`: the flow's packets in the lower class; it returns only when there are none.
+    // Its load while down, for its return: `bytes_down` over `windows_down` windows closed
+    // since it went down, `active_windows` of them with bytes, `silent_windows` in a row
+    // without (kSilentWindowsMax at most).
+    // `returning`: the controller brought it back while packets of it were still queued
+    // below; its packets keep going there, behind them, and it leaves the table when the
+    // last of them has left (left_lower_class).
     struct Override {
         uint32_t flow_hash = 0;
         uint32_t job = 0;
         uint32_t queued = 0;
+        uint32_t silent_windows = 0;
+        uint32_t windows_down = 0;
+        uint32_t active_windows = 0;
+        uint64_t bytes_down = 0;
         bool used = false;
+        bool returning = false;
     };
 
     struct ClassState {
@@ -350,7 +362,7 @@ class SloGovernor {
                uint64_t percentile_ns);
     void set_cap(ClassState& c, uint64_t cap_bps, uint64_t now_ns);
     uint64_t downgrade_flow(ClassState& c, const FlowLoad& flow);
-    uint64_t restore_flow(ClassState& c, const FlowLoad& flow);
+    bool restore_flow(ClassState& c, const FlowLoad& flow);
     void record_move(uint8_t from, uint8_t to, uint32_t packets, uint64_t bytes) {
         if (moves_ != nullptr && packets != 0) moves_->push_back({from, to, packets, bytes});
     }

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The latency-SLO goals of issue 20, measured in replay (virtual time).
 
-  slo_goals.py TWINLANE POLICY WORKDIR [--surge-clients N] [--check] [--json OUT]
+  slo_goals.py TWINLANE POLICY WORKDIR [--surge-clients N] [--seed S] [--check] [--json OUT]
 
 Generates a 100 ms trace (training offered at 110% of a 10G link, inference 10% surging to 25x
-from 10 ms to 30 ms, other 2%; seed 1) and the same trace without the surge, replays them under
-POLICY with its SLO controller and with --slo-measure-only (the fixed cap), and measures:
+from 10 ms to 30 ms, other 2%; seed 1 unless --seed) and the same trace without the surge,
+replays them under POLICY with its SLO controller and with --slo-measure-only (the fixed cap),
+and measures:
 
   attainment      windows that met the inference SLO / windows judged, with and without the
                   controller, over the run and over the surge's windows
@@ -16,7 +17,10 @@ POLICY with its SLO controller and with --slo-measure-only (the fixed cap), and 
                   and, per 1 ms bin of frame bytes, over the surge whether backlogged or not
   settling        windows from the surge's start (and end) to the controller's last action in
                   that phase: any action (strict), and actions moving at least 5% of the class's
-                  bytes of their window (cap changes always count)
+                  bytes of their window (cap changes always count). A return decided while the
+                  flow still has packets queued in the lower class is one action; the flow
+                  leaves the lower class when they have left, which is reported apart: windows
+                  from the surge's end to the last window that closed with a flow still down
   reordering      per flow (5-tuple), packets left in the order they arrived (TCP sequence,
                   RoCEv2 PSN, else IPv4 ID)
   no surge        the departures under POLICY and under POLICY without its slo keys are the
@@ -162,13 +166,14 @@ def main():
     ap.add_argument("policy")
     ap.add_argument("workdir")
     ap.add_argument("--surge-clients", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=1, help="the generator's seed (default 1)")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
     tl, wd = args.twinlane, args.workdir
     os.makedirs(wd, exist_ok=True)
     gen = [tl, "gen", "--link-rate", "10G", "--duration", "100ms", "--training-load", "1.1",
-           "--inference-load", "0.1", "--other-load", "0.02", "--seed", "1"]
+           "--inference-load", "0.1", "--other-load", "0.02", "--seed", str(args.seed)]
     base, surge = os.path.join(wd, "base.pcap"), os.path.join(wd, "surge.pcap")
     run(gen + ["-o", base])
     run(gen + ["-o", surge, "--surge", "25", "--surge-start", f"{SURGE_START_MS}ms",
@@ -254,6 +259,11 @@ def main():
 
     start_strict, start_tol = settle(lo, hi)
     end_strict, end_tol = settle(hi, 1e9)
+    # Flows still downgraded (returns decided, packets draining below, or not yet returned).
+    down_until = 0.0
+    for t, flows in zip(inf["series"]["t_s"], inf["series"]["downgraded_flows"]):
+        if t >= hi and flows:
+            down_until = max(down_until, (t + window_s - hi) / window_s)
     checked_flows, out_of_order = flows_in_order(surge, ctl_pcap)
 
     goals = {
@@ -276,6 +286,7 @@ def main():
         "settle_after_start_windows_5pct": start_tol,
         "settle_after_end_windows": end_strict,
         "settle_after_end_windows_5pct": end_tol,
+        "flows_down_after_end_windows": down_until,
         "cap_changes": inf["cap"]["changes"],
         "flows_checked": checked_flows,
         "packets_out_of_order": out_of_order,
@@ -304,6 +315,8 @@ def main():
     print(f"| settling after surge end (strict / moves >= 5%) | - | "
           f"{g['settle_after_end_windows']:.1f} / {g['settle_after_end_windows_5pct']:.1f} "
           f"windows |")
+    print(f"| flows still downgraded after the surge's end (returns draining below) | - | "
+          f"{g['flows_down_after_end_windows']:.1f} windows |")
     print(f"| packets out of flow order | - | {g['packets_out_of_order']} "
           f"({g['flows_checked']} flows) |")
     print(f"| no surge: departures identical to the policy without slo | - | "
@@ -321,6 +334,8 @@ def main():
             failures.append("training kept less than 90% of what inference left")
         if g["settle_after_start_windows_5pct"] > 10 or g["settle_after_end_windows_5pct"] > 10:
             failures.append("the controller took more than 10 windows to settle")
+        if g["settle_after_end_windows"] > 10:
+            failures.append("the controller still acted more than 10 windows after the surge")
         if g["packets_out_of_order"] != 0:
             failures.append("flows reordered")
         if not g["no_surge_identical"]:

@@ -275,6 +275,9 @@ TEST(SloController, AReturnUndoneWithinTheQuietPeriodBacksReturnsOff) {
     m.downgraded_count = 1;
     m.downgraded_active = 1;
     m.downgraded_bytes = 50'000;
+    // Other downgraded flows (not offered here) send 7G: not everything would fit, the
+    // backoff holds.
+    m.downgraded_load = bytes_at(7 * kG);
     EXPECT_TRUE(c.on_window(m).empty());
     EXPECT_EQ(c.on_window(m).restore.count, 1u);  // quiet for 2 windows: back
     // At once pressure downgrades it again: the return was undone, returns back off.
@@ -305,6 +308,65 @@ TEST(SloController, AReturnUndoneWithinTheQuietPeriodBacksReturnsOff) {
     EXPECT_EQ(c.return_backoff(), 0u);
 }
 
+TEST(SloController, EverythingDowngradedFittingReturnsDespiteTheBackoff) {
+    Controller c(spec(), 9 * kG);
+    Pressure p;
+    p.delay_ns = 2 * kTargetNs;
+    p.flow = {10, 0, 50'000};
+    p.mean_flow_bytes = 10'000;
+    p.arrival_bps = 10 * kG;
+    p.service_bps = 9 * kG;
+    const std::vector<FlowLoad> down = {{10, 0, 50'000}, {11, 0, 60'000}};
+    WindowMeasurement m = met(30'000, 1 * kG);
+    m.service_bps = 9 * kG;
+    m.downgraded = down;
+    m.downgraded_count = 2;
+    m.downgraded_active = 2;
+    m.downgraded_bytes = 110'000;
+    m.downgraded_load = bytes_at(7 * kG);  // many more down, sending: not all would fit
+    c.on_window(m);
+    ASSERT_EQ(c.on_window(m).restore.count, 2u);
+    c.on_pressure(p);  // undone: backed off, 4 windows
+    ASSERT_EQ(c.return_backoff(), 1u);
+    EXPECT_TRUE(c.on_window(m).empty());
+    // The surge is over: what is down sends 110 KB a window, with the class's 125 KB under
+    // 80% of the cap (900 KB). Nothing can be undone by it: all of it returns after the plain
+    // quiet period.
+    m.downgraded_load = 110'000;
+    const Decision d = c.on_window(m);
+    EXPECT_EQ(d.restore.count, 2u);
+    EXPECT_EQ(d.flows_reason, Reason::met_quiet);
+    // Not with 1 byte more than 80% of the cap: the backoff waits.
+    Controller b(spec(), 9 * kG);
+    b.on_window(m);
+    b.on_window(m);
+    b.on_pressure(p);
+    ASSERT_EQ(b.return_backoff(), 1u);
+    m.downgraded_load = bytes_at(9 * kG) * 8 / 10 - m.bytes_in + 1;
+    EXPECT_TRUE(b.on_window(m).empty());
+    EXPECT_TRUE(b.on_window(m).empty());
+}
+
+TEST(SloController, FlowsReturningOnceDrainedBelowTakeTheirRoom) {
+    Controller c(spec(), 9 * kG);
+    // 9G x 0.9 = 1012.5 KB per window; the class took 600 KB and flows whose return was
+    // decided (still sending below, their packets draining there) 300 KB: 112.5 KB left.
+    const std::vector<FlowLoad> down = {{12, 0, 100'000}, {13, 0, 150'000}};
+    WindowMeasurement m = met(30'000, 0);
+    m.bytes_in = m.bytes_out = 600'000;
+    m.service_bps = 9 * kG;
+    m.downgraded = down;
+    m.downgraded_count = 4;
+    m.downgraded_active = 4;
+    m.downgraded_bytes = 550'000;
+    m.downgraded_load = 250'000;
+    m.returning_load = 300'000;
+    c.on_window(m);
+    const Decision d = c.on_window(m);
+    ASSERT_EQ(d.restore.count, 1u);
+    EXPECT_EQ(d.restore.flows[0].flow_hash, 12u);
+}
+
 TEST(SloController, FlowsThatSentNothingReturnAfterThePlainQuietPeriod) {
     Controller c(spec(), 9 * kG);
     Pressure p;
@@ -319,7 +381,7 @@ TEST(SloController, FlowsThatSentNothingReturnAfterThePlainQuietPeriod) {
     m.downgraded = down;
     m.downgraded_count = 1;
     c.on_window(m);
-    c.on_window(m);  // returned
+    c.on_window(m);    // returned
     c.on_pressure(p);  // and downgraded again: backed off
     ASSERT_EQ(c.return_backoff(), 1u);
     // Silent now: nothing comes back with it, it returns after 2 windows all the same.
