@@ -49,9 +49,11 @@ for arg in "${@:2}"; do
 done
 
 work=$(mktemp -d /dev/shm/twinlane-latency.XXXXXX 2>/dev/null || mktemp -d /tmp/twinlane-latency.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" /var/run/dpdk/tllat$$' EXIT
 cd "$work"
-eal=(--no-huge --no-pci --no-shconf -m 512 --log-level=error)
+# Its own runtime directory: DPDK's telemetry init connects to the socket of any other process
+# using the default one, and blocks while that process is stopped (a paused benchmark).
+eal=(--no-huge --no-pci --no-shconf -m 512 --log-level=error --file-prefix "tllat$$")
 
 "$twinlane" --log-level warn gen -o in.pcap --link-rate 10G --duration "$duration" >gen.txt
 
