@@ -8,6 +8,7 @@
 #   tools/bench_realtime_latency.sh [TWINLANE|BUILD_DIR] [--benchmark_min_time=...]
 #   RUNS=3 DURATION=200ms tools/bench_realtime_latency.sh   (defaults; the medians are printed)
 #   SUMMARY=FILE   also write every run's numbers as JSON (the integration test reads it)
+#   RATE=5G        the egress port's rate and the trace's link rate (default 10G)
 # A --benchmark_min_time argument (tools/test.sh passes one to every benchmark) makes it a brief
 # run: one run per case of a 50 ms trace.
 #
@@ -42,6 +43,7 @@ twinlane=${1:-$here/../build}
 twinlane=$(realpath "$twinlane")
 runs=${RUNS:-3}
 duration=${DURATION:-200ms}
+rate=${RATE:-10G}
 for arg in "${@:2}"; do
     case $arg in
         --benchmark_min_time=*) runs=1 duration=50ms ;;
@@ -55,7 +57,7 @@ cd "$work"
 # using the default one, and blocks while that process is stopped (a paused benchmark).
 eal=(--no-huge --no-pci --no-shconf -m 512 --log-level=error --file-prefix "tllat$$")
 
-"$twinlane" --log-level warn gen -o in.pcap --link-rate 10G --duration "$duration" >gen.txt
+"$twinlane" --log-level warn gen -o in.pcap --link-rate "$rate" --duration "$duration" >gen.txt
 
 # schedstat.py PID OUT: until PID exits, every 10 ms, each lcore thread's /proc schedstat (run
 # ns, runqueue wait ns); OUT gets the last: how long the lcores were runnable but off their CPU
@@ -80,13 +82,13 @@ PY
 
 # policy KIND LCORES: policy-KIND-LCORES.yaml (KIND twinlane | fifo).
 policy() {
-    python3 - "$1" "$2" "$here/../conf/default.yaml" <<'PY'
+    python3 - "$1" "$2" "$here/../conf/default.yaml" "$rate" <<'PY'
 import sys, yaml
-kind, lcores, default = sys.argv[1], sys.argv[2], sys.argv[3]
+kind, lcores, default, rate = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 p = yaml.safe_load(open(default))
 p["ports"] = [
-    {"name": "in", "device": "net_pcap0,rx_pcap=in.pcap", "rate": "10G", "mtu": 9000},
-    {"name": "out", "device": "net_null1", "rate": "10G", "mtu": 9000},
+    {"name": "in", "device": "net_pcap0,rx_pcap=in.pcap", "rate": rate, "mtu": 9000},
+    {"name": "out", "device": "net_null1", "rate": rate, "mtu": 9000},
 ]
 p["forwarding"] = [{"from": "in", "to": "out"}]
 p["lcores"] = yaml.safe_load(lcores)
@@ -122,10 +124,13 @@ for n in $(seq "$runs"); do
     done
 done
 
-python3 - "$runs" "${SUMMARY:-}" "$duration" <<'PY'
-import json, statistics, sys
-runs, summary_path, duration = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-FRAME_US = (9000 + 18) * 8 / 10e9 * 1e6  # one maximum frame (mtu 9000) at 10G
+python3 - "$runs" "${SUMMARY:-}" "$duration" "$rate" <<'PY'
+import json, re, statistics, sys
+runs, summary_path, duration, rate_text = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+unit = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+m = re.fullmatch(r"([0-9.]+)([KMGT])", rate_text)
+RATE = float(m.group(1)) * unit[m.group(2)] if m else float(rate_text)
+FRAME_US = (9000 + 18) * 8 / RATE * 1e6  # one maximum frame (mtu 9000) at the port rate
 GOAL_US = FRAME_US + 10
 LAYOUTS = {"single": "run to completion (1 lcore)", "auto": "RX lcore + scheduler lcore"}
 out, rows = {"goal_p99_us": GOAL_US, "cases": []}, {}
@@ -161,7 +166,7 @@ for layout in LAYOUTS:
         rows[(layout, kind)] = med
         out["cases"].append({"layout": layout, "policy": kind, "class": cls, "median": med,
                              "runs": lat})
-print(f"inference RX->TX latency, training at 110% of a 10G egress, inference 5% "
+print(f"inference RX->TX latency, training at 110% of a {rate_text} egress, inference 5% "
       f"({duration} trace, median of {runs} run(s)), us")
 print(f"{'layout':30} {'policy':9} {'p50':>8} {'p99':>8} {'p999':>8} {'max':>9} "
       f"{'FIFO/twinlane p99':>18}")
@@ -174,7 +179,7 @@ for layout, label in LAYOUTS.items():
               f"{m['max']:9.1f} {extra:>18}")
 for layout, label in LAYOUTS.items():
     p99 = rows[(layout, "twinlane")]["p99"]
-    print(f"goal: inference p99 <= one maximum frame at 10G ({FRAME_US:.1f} us) + 10 us = "
+    print(f"goal: inference p99 <= one maximum frame at {rate_text} ({FRAME_US:.1f} us) + 10 us = "
           f"{GOAL_US:.1f} us: {label}: {p99:.1f} us, {'met' if p99 <= GOAL_US else 'MISSED'}")
 for case in out["cases"]:
     r = case["runs"][0]
