@@ -504,6 +504,23 @@ uint64_t Scheduler::path_allowance_bytes(uint32_t leaf_node) const {
     return allowance;
 }
 
+// The quanta the picks of a lone run gave without a walk: the drr children on the path had
+// their deficits d > 0 right after the pick that started the lone stretch, then `bytes_before_last`
+// bytes left before the stretch's last packet. A pick gives a child one quantum when its deficit
+// is <= 0, and one suffices (quantum >= one max packet >= any queued packet), so after the
+// picks the deficit is d + m * quantum - bytes_before_last with m the least count that makes it
+// positive. Applied before the stretch's bytes are charged; same result as pick() by pick().
+void Scheduler::give_missed_quanta(uint32_t leaf_node, uint64_t bytes_before_last) {
+    for (uint32_t n = leaf_node; n != kInvalid; n = nodes_[n].parent) {
+        Node& node = nodes_[n];
+        if (!node.parent_is_drr) continue;
+        const auto spent = static_cast<int64_t>(bytes_before_last);
+        if (spent < node.deficit_bytes) continue;
+        const int64_t quantum = node.quantum_bytes;
+        node.deficit_bytes += ((spent - node.deficit_bytes) / quantum + 1) * quantum;
+    }
+}
+
 // charge_path(), and returns whether the next pick() would choose the same leaf again by giving
 // spent drr children a quantum: every drr child on the path is its parent's only backlogged child
 // (rotating a one-child ring changes nothing) and every shaper on the path still conforms.
@@ -527,20 +544,21 @@ bool Scheduler::charge_lone_path(uint32_t leaf_node, uint64_t bytes, uint64_t no
 
 // What pick() does on a lone path (each drr child the only backlogged child of its parent)
 // whose run spent a deficit: the spent children get a quantum (>= one max packet, so positive
-// again); rotating a one-child ring changes nothing. Returns path_allowance_bytes() after it
-// (the same walk). This and charge_lone_path() are charge_path() and path_allowance_bytes()
-// fused with the lone-path steps on purpose: built from shared per-node helpers instead, they
-// cost lone_burst 22 more instructions per packet (sched_cost, callgrind).
-uint64_t Scheduler::give_spent_quanta(uint32_t leaf_node) {
+// again); rotating a one-child ring changes nothing. Returns what the shapers on the path allow
+// (path_allowance_bytes() of a lone path; the same walk). This and charge_lone_path() are
+// charge_path() and path_allowance_bytes() fused with the lone-path steps on purpose: built from
+// shared per-node helpers instead, they cost lone_burst 22 more instructions per packet
+// (sched_cost, callgrind).
+uint64_t Scheduler::give_spent_quanta(uint32_t leaf_node, uint64_t& least_deficit) {
     uint64_t allowance = UINT64_MAX;
+    least_deficit = UINT64_MAX;
     for (uint32_t n = leaf_node; n != kInvalid; n = nodes_[n].parent) {
         Node& node = nodes_[n];
         if (node.shaper.enabled())
             allowance = std::min(allowance, shaper_allowance_bytes(node.shaper));
         if (node.parent_is_drr) {
             if (node.deficit_bytes <= 0) node.deficit_bytes += node.quantum_bytes;
-            allowance =
-                std::min<uint64_t>(allowance, static_cast<uint64_t>(node.deficit_bytes - 1));
+            least_deficit = std::min(least_deficit, static_cast<uint64_t>(node.deficit_bytes));
         }
     }
     return allowance;
@@ -877,10 +895,20 @@ struct Scheduler::DepartureTally {
 
 // The packets dequeue_burst takes from one leaf in a row.
 struct Scheduler::DepartureRun {
+    static constexpr uint64_t kNotLone = UINT64_MAX;
     uint32_t start;    // its first packet's index in `out`
     uint64_t bytes;
     uint64_t limit;    // bytes up to which the next pick() is this leaf again
     uint64_t charged;  // bytes already charged to the path
+    // On a lone path: `bytes` when the drr deficits on the path were last exact (right after a
+    // pick); the quanta of the picks since are given by give_missed_quanta(). kNotLone otherwise.
+    uint64_t lone_from = kNotLone;
+    uint64_t least_deficit = 0;  // the least of those deficits: fewer bytes since need no quantum
+
+    void settle_quanta(Scheduler& scheduler, uint32_t leaf_node, uint32_t last_length) const {
+        const uint64_t before_last = bytes - lone_from - last_length;
+        if (before_last >= least_deficit) scheduler.give_missed_quanta(leaf_node, before_last);
+    }
 };
 
 // One pick() per run of packets from the same leaf: after the first packet, the run goes on
@@ -917,7 +945,7 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         const uint32_t leaf_index = pick(root_, now_ns);
         if (leaf_index == kInvalid) break;
         Leaf& leaf = leaves_[leaf_index];
-        DepartureRun run{sent, 0, 0, 0};
+        DepartureRun run{sent, 0, 0, 0, DepartureRun::kNotLone, UINT64_MAX};
         bool budget_spent = false;
         DepartureTally tally;
         Departures taken;
@@ -931,14 +959,16 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
             if (sent == max_packets || leaf.packets == taken.packets) break;
             if (sent - run.start == 1) run.limit = path_allowance_bytes(leaf.node);
             const bool refill = run.bytes > run.limit;
-            if (refill && !run_picks_leaf_again(leaf, run, now_ns)) break;
+            if (refill && !run_picks_leaf_again(leaf, run, out[sent - 1].length_bytes, now_ns))
+                break;
             if (max_bytes - charged < max_wire && !next_fits(leaf, max_bytes - charged)) {
                 budget_spent = true;
                 break;
             }
             if (refill) {
-                run.limit =
-                    run.bytes + std::min(give_spent_quanta(leaf.node), UINT64_MAX - run.bytes);
+                const uint64_t allowance = give_spent_quanta(leaf.node, run.least_deficit);
+                run.limit = run.bytes + std::min(allowance, UINT64_MAX - run.bytes);
+                run.lone_from = run.bytes;
             }
         }
         finish_run(leaf, run, out, sent, now_ns, tally, taken);
@@ -952,11 +982,19 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
 // conforms, takes this leaf again. The run goes on with those quanta (a lone bulk class whose
 // quantum is a packet or two sends whole bursts, not one tree walk per packet), given only once
 // the next packet is certain: k single dequeues stop before the k+1-th pick(). Most paths that
-// are not lone fail at the nearest drr node, without a walk.
+// are not lone fail at the nearest drr node, without a walk. A run on a lone path gets here
+// only when a shaper's allowance is spent (its deficits are not limits: give_missed_quanta).
 [[gnu::always_inline]] inline bool Scheduler::run_picks_leaf_again(const Leaf& leaf,
                                                                   DepartureRun& run,
+                                                                  uint32_t last_length,
                                                                   uint64_t now_ns) {
-    if (leaf.nearest_drr != kInvalid && nodes_[leaf.nearest_drr].active_count != 1) return false;
+    if (run.lone_from == DepartureRun::kNotLone) {
+        if (leaf.nearest_drr != kInvalid && nodes_[leaf.nearest_drr].active_count != 1)
+            return false;
+    } else {
+        run.settle_quanta(*this, leaf.node, last_length);
+        run.lone_from = run.bytes;
+    }
     const bool picked_again = charge_lone_path(leaf.node, run.bytes - run.charged, now_ns);
     run.charged = run.bytes;
     return picked_again;
@@ -973,6 +1011,8 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         counters.bytes_out.add(run.bytes);
         counters.sojourn_last_ns.set(now_ns - out[sent - 1].arrival_ns);
         tally.flush(counters);
+        if (run.lone_from != DepartureRun::kNotLone && run.bytes != run.lone_from)
+            run.settle_quanta(*this, leaf.node, out[sent - 1].length_bytes);
         if (run.bytes != run.charged) charge_path(leaf.node, run.bytes - run.charged);
     }
     settle_departures(leaf, taken);

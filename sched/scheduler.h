@@ -282,9 +282,10 @@ private:
     uint32_t peek_flow(const Leaf& leaf) const;
     bool peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_room, uint32_t& length);
     uint64_t path_allowance_bytes(uint32_t leaf_node) const;
+    void give_missed_quanta(uint32_t leaf_node, uint64_t bytes_before_last);
     void charge_path(uint32_t leaf_node, uint64_t bytes);
     bool charge_lone_path(uint32_t leaf_node, uint64_t bytes, uint64_t now_ns);
-    uint64_t give_spent_quanta(uint32_t leaf_node);
+    uint64_t give_spent_quanta(uint32_t leaf_node, uint64_t& least_deficit);
     bool dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink& sink,
                       Departures& taken);
     bool dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out, DropSink& sink,
@@ -294,7 +295,8 @@ private:
     uint64_t eligible_time(uint32_t node, uint64_t now_ns);
     struct DepartureTally;
     struct DepartureRun;
-    bool run_picks_leaf_again(const Leaf& leaf, DepartureRun& run, uint64_t now_ns);
+    bool run_picks_leaf_again(const Leaf& leaf, DepartureRun& run, uint32_t last_length,
+                              uint64_t now_ns);
     void finish_run(Leaf& leaf, const DepartureRun& run, const Packet* out, uint32_t sent,
                     uint64_t now_ns, DepartureTally& tally, Departures& taken);
     void reset_queues();
