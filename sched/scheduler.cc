@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "sched/ecn.h"
@@ -13,6 +14,15 @@ namespace twinlane::sched {
 namespace {
 
 bool is_leaf(NodeKind kind) { return kind == NodeKind::fifo || kind == NodeKind::fq; }
+
+// `yes` if `condition`, else `no`, for conditions that are random per packet: on values already
+// loaded GCC makes it a conditional move, not a branch that mispredicts (callgrind
+// --branch-sim shows none left where it is used; several on one condition become a branch
+// again, hence the masks in append_to_flow).
+template <typename T>
+[[gnu::always_inline]] inline T select(bool condition, T yes, T no) {
+    return condition ? yes : no;
+}
 
 uint32_t histogram_bucket(uint64_t sojourn_ns) {
     const uint32_t width = static_cast<uint32_t>(std::bit_width(sojourn_ns));
@@ -136,11 +146,21 @@ Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
     }
     s.flows_.resize(flow_total);
     s.codel_states_.resize(flow_total);
+    uint32_t ring_total = 0;
+    for (Leaf& leaf : s.leaves_) {
+        if (leaf.flow_mask == 0) continue;
+        leaf.fresh.base = ring_total;
+        leaf.old.base = ring_total + leaf.flow_mask + 1;
+        ring_total += 2 * (leaf.flow_mask + 1);
+    }
+    s.ring_scratch_ = ring_total;  // one word past the rings
+    s.flow_rings_.resize(ring_total + 1);
 
     const uint32_t pool = spec.pool_packets != 0 ? spec.pool_packets
                                                  : static_cast<uint32_t>(total_limit_packets);
     s.slots_.resize(pool);
-    s.next_slot_.resize(pool);
+    s.next_slot_.resize(pool + 1);
+    s.link_scratch_ = pool;
     s.free_slots_.resize(pool);
     s.reset_queues();
     s.rng_ = DeterministicRng(spec.random_seed);
@@ -184,7 +204,7 @@ void Scheduler::reset_queues() {
         node.backlog_mask = 0;
     }
     for (Leaf& leaf : leaves_) {
-        leaf.fresh_head = leaf.fresh_tail = leaf.old_head = leaf.old_tail = kInvalid;
+        leaf.fresh.head = leaf.fresh.tail = leaf.old.head = leaf.old.tail = 0;
         leaf.packets = 0;
         leaf.bytes = 0;
         publish_depth(leaf);
@@ -207,7 +227,7 @@ uint64_t Scheduler::memory_bytes(const TreeSpec& spec) {
     }
     const uint64_t pool = spec.pool_packets != 0 ? spec.pool_packets : total_limit_packets;
     return pool * (sizeof(Packet) + 2 * sizeof(uint32_t)) +
-           flows * (sizeof(Flow) + sizeof(CodelState)) +
+           flows * (sizeof(Flow) + sizeof(CodelState) + 2 * sizeof(uint32_t)) +
            spec.nodes.size() * (sizeof(Node) + sizeof(Leaf));
 }
 
@@ -222,25 +242,14 @@ uint64_t Scheduler::memory_bytes(const TreeSpec& spec) {
 
 [[gnu::always_inline]] inline void Scheduler::push_flow_list(Leaf& leaf, FlowList list,
                                                              uint32_t flow) {
-    uint32_t& head = list == FlowList::fresh ? leaf.fresh_head : leaf.old_head;
-    uint32_t& tail = list == FlowList::fresh ? leaf.fresh_tail : leaf.old_tail;
-    flows_[flow].next = kInvalid;
+    FlowRing& ring = list == FlowList::fresh ? leaf.fresh : leaf.old;
+    flow_rings_[ring.base + (ring.tail++ & leaf.flow_mask)] = flow;
     flows_[flow].list = list;
-    if (tail == kInvalid) {
-        head = flow;
-    } else {
-        flows_[tail].next = flow;
-    }
-    tail = flow;
 }
 
 [[gnu::always_inline]] inline uint32_t Scheduler::pop_flow_list(Leaf& leaf, FlowList list) {
-    uint32_t& head = list == FlowList::fresh ? leaf.fresh_head : leaf.old_head;
-    uint32_t& tail = list == FlowList::fresh ? leaf.fresh_tail : leaf.old_tail;
-    const uint32_t flow = head;
-    head = flows_[flow].next;
-    if (head == kInvalid) tail = kInvalid;
-    flows_[flow].next = kInvalid;
+    FlowRing& ring = list == FlowList::fresh ? leaf.fresh : leaf.old;
+    const uint32_t flow = flow_rings_[ring.base + (ring.head++ & leaf.flow_mask)];
     flows_[flow].list = FlowList::none;
     return flow;
 }
@@ -271,19 +280,33 @@ struct Scheduler::FlowAppend {
 [[gnu::always_inline]] inline void Scheduler::append_to_flow(Leaf& leaf, uint32_t flow_index,
                                                              uint32_t slot, uint32_t length,
                                                              FlowAppend& append) {
-    if (flow_index != append.flow) {
+    if (flow_index == append.flow) {
+        next_slot_[append.tail] = slot;
+    } else {
         append.flush(flows_);
         Flow& flow = flows_[flow_index];
         append = FlowAppend{flow_index, flow.tail, 0, 0};
-        if (leaf.flow_mask != 0 && flow.list == FlowList::none) {
-            flow.deficit_bytes = static_cast<int32_t>(max_packet_bytes_);
-            push_flow_list(leaf, leaf.sparse_first ? FlowList::fresh : FlowList::old, flow_index);
+        // Whether the flow is idle, or empty, is random with many flows: no branches. The
+        // ring entry of a flow already listed goes to a scratch word, the link of an empty
+        // flow's tail to the link past the pool's.
+        const uint32_t empty = 0u - static_cast<uint32_t>(append.tail == kInvalid);
+        next_slot_[append.tail + ((link_scratch_ - append.tail) & empty)] = slot;
+        flow.head += (slot - flow.head) & empty;
+        if (leaf.flow_mask != 0) {
+            // push_flow_list() if idle.
+            const FlowList list = leaf.sparse_first ? FlowList::fresh : FlowList::old;
+            FlowRing& ring = leaf.sparse_first ? leaf.fresh : leaf.old;
+            const bool idle = flow.list == FlowList::none;
+            const uint32_t entry = ring.base + (ring.tail & leaf.flow_mask);
+            flow_rings_[select(idle, entry, ring_scratch_)] = flow_index;
+            ring.tail += idle;
+            // Masks, not more selects: GCC turns several selects on one condition into a branch.
+            const uint32_t all = 0u - static_cast<uint32_t>(idle);
+            flow.deficit_bytes += static_cast<int32_t>(
+                (max_packet_bytes_ - static_cast<uint32_t>(flow.deficit_bytes)) & all);
+            flow.list = static_cast<FlowList>(static_cast<uint8_t>(flow.list) |
+                                              (static_cast<uint8_t>(list) & all));
         }
-    }
-    if (append.tail == kInvalid) {
-        flows_[flow_index].head = slot;
-    } else {
-        next_slot_[append.tail] = slot;
     }
     append.tail = slot;
     ++append.packets;
@@ -323,7 +346,8 @@ struct Scheduler::Departures {
     if (slot == kInvalid) return false;
     out = slots_[slot];
     flow.head = next_slot_[slot];
-    if (flow.head == kInvalid) flow.tail = kInvalid;
+    // Whether the flow emptied is random with many flows: no branch (an OR with all ones).
+    flow.tail |= 0u - static_cast<uint32_t>(flow.head == kInvalid);
     --flow.packets;
     flow.bytes -= out.length_bytes;
     free_slots_[pool_free_count_ + taken.packets] = slot;
@@ -351,8 +375,9 @@ Scheduler::Room Scheduler::find_room(Leaf& leaf, uint32_t arriving_flow, uint32_
     if (victim == kInvalid || flows_[victim].bytes == 0) {
         // First overflow, or the remembered flow drained: find the fattest (rare).
         victim = arriving_flow;
-        for (const uint32_t head : {leaf.fresh_head, leaf.old_head}) {
-            for (uint32_t f = head; f != kInvalid; f = flows_[f].next) {
+        for (const FlowRing* ring : {&leaf.fresh, &leaf.old}) {
+            for (uint32_t i = ring->head; i != ring->tail; ++i) {
+                const uint32_t f = flow_rings_[ring->base + (i & leaf.flow_mask)];
                 if (flows_[f].bytes > flows_[victim].bytes) victim = f;
             }
         }
@@ -653,8 +678,9 @@ uint32_t Scheduler::peek_pick(uint32_t node_index, uint64_t now_ns) {
 uint32_t Scheduler::peek_flow(const Leaf& leaf) const {
     if (leaf.flow_mask == 0) return leaf.first_flow;
     for (const bool positive : {true, false}) {
-        for (const uint32_t head : {leaf.fresh_head, leaf.old_head}) {
-            for (uint32_t flow = head; flow != kInvalid; flow = flows_[flow].next) {
+        for (const FlowRing* ring : {&leaf.fresh, &leaf.old}) {
+            for (uint32_t i = ring->head; i != ring->tail; ++i) {
+                const uint32_t flow = flow_rings_[ring->base + (i & leaf.flow_mask)];
                 const Flow& f = flows_[flow];
                 if (f.packets != 0 && (f.deficit_bytes > 0) == positive) return flow;
             }
@@ -824,15 +850,50 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
     return verdict.has_packet;
 }
 
+// Below this many packets a leaf's flows and packets stay in the L1/L2 caches, where the
+// prefetches below cost more instructions than they save (sched_bench, 1024 flows).
+constexpr uint32_t kPrefetchDepth = 4096;
+
+[[gnu::always_inline]] inline void Scheduler::prefetch_slot(uint32_t slot) const {
+    __builtin_prefetch(&slots_[slot]);
+    __builtin_prefetch(reinterpret_cast<const char*>(&slots_[slot + 1]) - 1);
+    __builtin_prefetch(&next_slot_[slot]);
+}
+
+// Flows a ring serves next, touched ahead of time: with 65536 flows each flow, its packets
+// and their links are cache misses. The flow kFlowsAhead places on is fetched first, its head
+// packet and link once it is kSlotsAhead away, its second packet kSecondAhead away (each read
+// of a line fetched a few packets before, not a stall).
+[[gnu::always_inline]] inline void Scheduler::prefetch_ring(const Leaf& leaf,
+                                                           const FlowRing& ring) const {
+    constexpr uint32_t kFlowsAhead = 8;
+    constexpr uint32_t kSlotsAhead = 4;
+    constexpr uint32_t kSecondAhead = 2;
+    const uint32_t queued = ring.tail - ring.head;
+    auto flow_at = [&](uint32_t ahead) -> const Flow& {
+        return flows_[flow_rings_[ring.base + ((ring.head + ahead) & leaf.flow_mask)]];
+    };
+    if (queued > kFlowsAhead) __builtin_prefetch(&flow_at(kFlowsAhead));
+    if (queued > kSlotsAhead) {
+        if (const uint32_t slot = flow_at(kSlotsAhead).head; slot != kInvalid) prefetch_slot(slot);
+    }
+    if (queued > kSecondAhead) {
+        if (const uint32_t slot = flow_at(kSecondAhead).head; slot != kInvalid) {
+            if (const uint32_t second = next_slot_[slot]; second != kInvalid) prefetch_slot(second);
+        }
+    }
+}
+
 // fq_codel's flow choice: fresh (sparse) flows first, DRR by deficit across flows.
 [[gnu::always_inline]] inline bool Scheduler::dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out,
                                                           DropSink& sink, Departures& taken) {
     if (leaf.flow_mask == 0) return dequeue_flow(leaf, leaf.first_flow, now_ns, out, sink, taken);
     for (;;) {
-        const bool from_fresh = leaf.fresh_head != kInvalid;
+        const bool from_fresh = !leaf.fresh.empty();
         const FlowList list = from_fresh ? FlowList::fresh : FlowList::old;
-        const uint32_t flow_index = from_fresh ? leaf.fresh_head : leaf.old_head;
-        if (flow_index == kInvalid) return false;
+        FlowRing& ring = from_fresh ? leaf.fresh : leaf.old;
+        if (ring.empty()) return false;
+        const uint32_t flow_index = flow_rings_[ring.base + (ring.head & leaf.flow_mask)];
         Flow& flow = flows_[flow_index];
         if (flow.deficit_bytes <= 0) {
             flow.deficit_bytes += static_cast<int32_t>(max_packet_bytes_);
@@ -844,52 +905,62 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
             pop_flow_list(leaf, list);
             // An emptied fresh flow waits in the old list so that it cannot regain priority
             // immediately by sending one packet at a time (fq_codel's anti-starvation rule).
-            if (from_fresh && leaf.old_head != kInvalid) {
-                push_flow_list(leaf, FlowList::old, flow_index);
-            }
+            if (from_fresh && !leaf.old.empty()) push_flow_list(leaf, FlowList::old, flow_index);
             continue;
         }
         flow.deficit_bytes -= static_cast<int32_t>(out.length_bytes);
-        // Prefetch the next flow's head packet and the flow after it: with 64k flows each is
-        // a cache miss otherwise (measured in sched_bench, 64k flows).
-        if (const uint32_t next = flow.next; next != kInvalid) {
-            const Flow& next_flow = flows_[next];
-            if (next_flow.head != kInvalid) __builtin_prefetch(&slots_[next_flow.head]);
-            if (next_flow.next != kInvalid) __builtin_prefetch(&flows_[next_flow.next]);
+        // A leaf this deep does not stay in cache: fetch what comes next ahead of time.
+        if (leaf.packets > kPrefetchDepth) {
+            // The flow's third packet onwards (its second was fetched with the ring).
+            if (flow.head != kInvalid) {
+                if (const uint32_t next = next_slot_[flow.head]; next != kInvalid) prefetch_slot(next);
+            }
+            prefetch_ring(leaf, ring);
         }
         // Plain DRR (no sparse-flow rule) drops an emptied flow at once, while its line is
         // still in cache; with many flows the lazy removal cost an extra miss per packet.
-        if (!leaf.sparse_first && flow.packets == 0) pop_flow_list(leaf, list);
+        // pop_flow_list() without a branch: whether the flow emptied is random.
+        if (!leaf.sparse_first) {
+            const uint32_t emptied = flow.head == kInvalid;
+            ring.head += emptied;
+            flow.list = static_cast<FlowList>(static_cast<uint8_t>(flow.list) &
+                                              static_cast<uint8_t>(emptied - 1));
+        }
         return true;
     }
 }
 
-// Sojourn statistics of one run of departures from a leaf, kept in registers and added to the
-// leaf's counters once at the run's end. Incremented per packet in memory, the histogram slot
-// (the same one for a run from one RX burst) was a store-to-load chain: 26% of dequeue_burst's
-// samples (perf, net_null 64 B). Equal sojourns come in streaks, so the histogram is
-// run-length counted: exact, one add per streak.
+// Sojourn statistics of runs of departures from a leaf, kept here and added to the leaf's
+// counters once at each run's end. Incremented per packet in memory, the leaf's histogram
+// slot was a store-to-load chain: 26% of dequeue_burst's samples (perf, net_null 64 B). The
+// histogram is counted without a branch: sojourns straddle bucket boundaries at random, and
+// run-length counting (a branch per change of bucket) mispredicted on ~40% of packets
+// (callgrind --branch-sim, sched_cost fqmix).
 struct Scheduler::DepartureTally {
+    uint32_t* counts;  // Scheduler::run_histogram_, zero outside a run
     uint64_t sum_ns = 0;
     uint64_t max_ns = 0;
-    uint32_t bucket = 0;
-    uint32_t bucket_packets = 0;
+    uint64_t touched = 0;  // bit b set: counts[b] != 0
 
-    [[gnu::always_inline]] void add(LiveQueueCounters& counters, uint64_t sojourn_ns) {
+    [[gnu::always_inline]] void add(uint64_t sojourn_ns) {
         sum_ns += sojourn_ns;
-        max_ns = std::max(max_ns, sojourn_ns);
+        max_ns = select(sojourn_ns > max_ns, sojourn_ns, max_ns);
         const uint32_t b = histogram_bucket(sojourn_ns);
-        if (b != bucket) {
-            counters.sojourn_log2_histogram[bucket].add(bucket_packets);
-            bucket = b;
-            bucket_packets = 0;
-        }
-        ++bucket_packets;
+        ++counts[b];
+        touched |= uint64_t{1} << b;
     }
-    void flush(LiveQueueCounters& counters) const {
-        counters.sojourn_log2_histogram[bucket].add(bucket_packets);
+    // Adds the runs so far to `counters` and starts over.
+    void flush(LiveQueueCounters& counters) {
+        for (uint64_t bits = touched; bits != 0; bits &= bits - 1) {
+            const auto b = static_cast<uint32_t>(std::countr_zero(bits));
+            counters.sojourn_log2_histogram[b].add(counts[b]);
+            counts[b] = 0;
+        }
         counters.sojourn_sum_ns.add(sum_ns);
         counters.sojourn_max_ns.raise_to(max_ns);
+        sum_ns = 0;
+        max_ns = 0;
+        touched = 0;
     }
 };
 
@@ -934,6 +1005,7 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
     uint32_t sent = 0;
     uint64_t charged = 0;  // <= max_bytes throughout
     Node& root = nodes_[root_];
+    DepartureTally tally{run_histogram_.data()};
     while (sent < max_packets && queued_packets_ != 0) {
         if (root.shaper.enabled() && !root.shaper.conforms(now_ns)) break;
         if (max_bytes - charged < max_wire) {
@@ -947,12 +1019,11 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         Leaf& leaf = leaves_[leaf_index];
         DepartureRun run{sent, 0, 0, 0, DepartureRun::kNotLone, UINT64_MAX};
         bool budget_spent = false;
-        DepartureTally tally;
         Departures taken;
         for (;;) {
             Packet& packet = out[sent];
             if (!dequeue_leaf(leaf, now_ns, packet, sink, taken)) break;
-            tally.add(leaf.counters, now_ns - packet.arrival_ns);
+            tally.add(now_ns - packet.arrival_ns);
             run.bytes += packet.length_bytes;
             charged += wire(packet.length_bytes);
             ++sent;
