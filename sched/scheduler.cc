@@ -870,8 +870,11 @@ constexpr uint32_t kPrefetchDepth = 4096;
     constexpr uint32_t kSlotsAhead = 4;
     constexpr uint32_t kSecondAhead = 2;
     const uint32_t queued = ring.tail - ring.head;
+    const uint32_t* entries = &flow_rings_[ring.base];
+    const uint32_t head = ring.head;
+    const uint32_t mask = leaf.flow_mask;
     auto flow_at = [&](uint32_t ahead) -> const Flow& {
-        return flows_[flow_rings_[ring.base + ((ring.head + ahead) & leaf.flow_mask)]];
+        return flows_[entries[(head + ahead) & mask]];
     };
     if (queued > kFlowsAhead) __builtin_prefetch(&flow_at(kFlowsAhead));
     if (queued > kSlotsAhead) {
@@ -910,13 +913,7 @@ constexpr uint32_t kPrefetchDepth = 4096;
         }
         flow.deficit_bytes -= static_cast<int32_t>(out.length_bytes);
         // A leaf this deep does not stay in cache: fetch what comes next ahead of time.
-        if (leaf.packets > kPrefetchDepth) {
-            // The flow's third packet onwards (its second was fetched with the ring).
-            if (flow.head != kInvalid) {
-                if (const uint32_t next = next_slot_[flow.head]; next != kInvalid) prefetch_slot(next);
-            }
-            prefetch_ring(leaf, ring);
-        }
+        if (leaf.packets > kPrefetchDepth) prefetch_ring(leaf, ring);
         // Plain DRR (no sparse-flow rule) drops an emptied flow at once, while its line is
         // still in cache; with many flows the lazy removal cost an extra miss per packet.
         // pop_flow_list() without a branch: whether the flow emptied is random.
@@ -1002,6 +999,8 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         uint32_t length = 0;
         return peek_length(leaf, now_ns, sink.capacity - sink.count, length) && wire(length) <= left;
     };
+    // Past this many bytes charged the next packet may not fit: look before taking it.
+    const uint64_t look_ahead_above = max_bytes >= max_wire ? max_bytes - max_wire : 0;
     uint32_t sent = 0;
     uint64_t charged = 0;  // <= max_bytes throughout
     Node& root = nodes_[root_];
@@ -1018,6 +1017,8 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         if (leaf_index == kInvalid) break;
         Leaf& leaf = leaves_[leaf_index];
         DepartureRun run{sent, 0, 0, 0, DepartureRun::kNotLone, UINT64_MAX};
+        // Before the run's first packet: the path is as pick() left it either way.
+        if (max_packets - sent > 1 && leaf.packets > 1) run.limit = path_allowance_bytes(leaf.node);
         bool budget_spent = false;
         Departures taken;
         for (;;) {
@@ -1028,11 +1029,11 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
             charged += wire(packet.length_bytes);
             ++sent;
             if (sent == max_packets || leaf.packets == taken.packets) break;
-            if (sent - run.start == 1) run.limit = path_allowance_bytes(leaf.node);
             const bool refill = run.bytes > run.limit;
             if (refill && !run_picks_leaf_again(leaf, run, out[sent - 1].length_bytes, now_ns))
                 break;
-            if (max_bytes - charged < max_wire && !next_fits(leaf, max_bytes - charged)) {
+            // charged > 0 here, so this is max_bytes - charged < max_wire.
+            if (charged > look_ahead_above && !next_fits(leaf, max_bytes - charged)) {
                 budget_spent = true;
                 break;
             }
