@@ -259,14 +259,12 @@ uint64_t Scheduler::memory_bytes(const TreeSpec& spec) {
 struct Scheduler::FlowAppend {
     uint32_t flow = kInvalid;
     uint32_t tail = kInvalid;
-    uint32_t packets = 0;
     uint64_t bytes = 0;
 
     void flush(std::vector<Flow>& flows) const {
         if (flow == kInvalid) return;
         Flow& f = flows[flow];
         f.tail = tail;
-        f.packets += packets;
         f.bytes += bytes;
     }
 };
@@ -285,7 +283,7 @@ struct Scheduler::FlowAppend {
     } else {
         append.flush(flows_);
         Flow& flow = flows_[flow_index];
-        append = FlowAppend{flow_index, flow.tail, 0, 0};
+        append = FlowAppend{flow_index, flow.tail, 0};
         // Whether the flow is idle, or empty, is random with many flows: no branches. The
         // ring entry of a flow already listed goes to a scratch word, the link of an empty
         // flow's tail to the link past the pool's.
@@ -309,7 +307,6 @@ struct Scheduler::FlowAppend {
         }
     }
     append.tail = slot;
-    ++append.packets;
     append.bytes += length;
 }
 
@@ -348,7 +345,6 @@ struct Scheduler::Departures {
     flow.head = next_slot_[slot];
     // Whether the flow emptied is random with many flows: no branch (an OR with all ones).
     flow.tail |= 0u - static_cast<uint32_t>(flow.head == kInvalid);
-    --flow.packets;
     flow.bytes -= out.length_bytes;
     free_slots_[pool_free_count_ + taken.packets] = slot;
     ++taken.packets;
@@ -410,7 +406,6 @@ void Scheduler::push_out(Leaf& leaf, const Room& room, DroppedPacket* drops, uin
         const Packet& packet = slots_[slot];
         flow.head = next_slot_[slot];
         if (flow.head == kInvalid) flow.tail = kInvalid;
-        --flow.packets;
         flow.bytes -= packet.length_bytes;
         leaf.counters.count_drop(reason, packet.length_bytes);
         drops[dropped++] = DroppedPacket{packet, reason};
@@ -682,7 +677,7 @@ uint32_t Scheduler::peek_flow(const Leaf& leaf) const {
             for (uint32_t i = ring->head; i != ring->tail; ++i) {
                 const uint32_t flow = flow_rings_[ring->base + (i & leaf.flow_mask)];
                 const Flow& f = flows_[flow];
-                if (f.packets != 0 && (f.deficit_bytes > 0) == positive) return flow;
+                if (f.head != kInvalid && (f.deficit_bytes > 0) == positive) return flow;
             }
         }
     }
@@ -710,6 +705,12 @@ bool Scheduler::peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_ro
 
 // ---- hot path -----------------------------------------------------------------------------
 
+// Below this many packets a leaf's flows and packets stay in the L1/L2 caches, where the
+// prefetches in dequeue_leaf cost more instructions than they save (sched_bench, 1024 flows);
+// the same for a flow table below this many flows at enqueue (256 KiB).
+constexpr uint32_t kPrefetchDepth = 4096;
+constexpr uint32_t kPrefetchFlows = 8192;
+
 // Packets come in runs for one leaf (a lane's burst usually is one run). During a run the
 // leaf's depth, the pool's free count and the flow tail being appended to live in registers
 // (EnqueueRun) and are written back once: updated in memory per packet, each was a
@@ -728,11 +729,14 @@ struct Scheduler::EnqueueRun {
 uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_ns,
                             DroppedPacket* drops) {
     // Touch the burst's flow queues up front so their cache misses overlap (sched_bench, 64k
-    // flows); a packet with an unknown leaf is skipped here and dropped below.
-    for (uint32_t i = 0; i < count; ++i) {
-        if (packets[i].leaf >= leaves_.size()) continue;
-        const Leaf& leaf = leaves_[packets[i].leaf];
-        __builtin_prefetch(&flows_[leaf.first_flow + (packets[i].flow_hash & leaf.flow_mask)]);
+    // flows); a packet with an unknown leaf is skipped here and dropped below. A small flow
+    // table stays in cache (sched_bench's 1024 flows: 32 KiB).
+    if (flows_.size() > kPrefetchFlows) {
+        for (uint32_t i = 0; i < count; ++i) {
+            if (packets[i].leaf >= leaves_.size()) continue;
+            const Leaf& leaf = leaves_[packets[i].leaf];
+            __builtin_prefetch(&flows_[leaf.first_flow + (packets[i].flow_hash & leaf.flow_mask)]);
+        }
     }
     uint32_t dropped = 0;
     for (uint32_t i = 0; i < count;) {
@@ -850,9 +854,6 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
     return verdict.has_packet;
 }
 
-// Below this many packets a leaf's flows and packets stay in the L1/L2 caches, where the
-// prefetches below cost more instructions than they save (sched_bench, 1024 flows).
-constexpr uint32_t kPrefetchDepth = 4096;
 
 [[gnu::always_inline]] inline void Scheduler::prefetch_slot(uint32_t slot) const {
     __builtin_prefetch(&slots_[slot]);
@@ -1236,7 +1237,6 @@ MoveResult Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, 
     }
     if (packets == 0) return {};
     // An emptied bucket may stay on the leaf's flow lists: dequeue drops empty flows lazily.
-    bucket.packets -= packets;
     bucket.bytes -= bytes;
     source.packets -= packets;
     source.bytes -= bytes;

@@ -203,9 +203,8 @@ private:
     // 32 bytes on a 32-byte boundary: one cache line per flow (with 65536 flows each one is a
     // miss, and a flow split across two lines was two).
     struct alignas(32) Flow {
-        uint32_t head = kInvalid;
-        uint32_t tail = kInvalid;
-        uint32_t packets = 0;
+        uint32_t head = kInvalid;  // kInvalid: the flow queue is empty
+        uint32_t tail = kInvalid;  // kInvalid when empty
         int32_t deficit_bytes = 0;
         uint64_t bytes = 0;
         FlowList list = FlowList::none;
