@@ -283,7 +283,10 @@ struct Scheduler::FlowAppend {
     } else {
         append.flush(flows_);
         Flow& flow = flows_[flow_index];
-        append = FlowAppend{flow_index, flow.tail, 0};
+        // An emptied flow keeps its old tail (Flow): not resetting it spares each departure a
+        // store that the next one waited for (sched_bench, 1 flow).
+        append = FlowAppend{flow_index,
+                            flow.tail | (0u - static_cast<uint32_t>(flow.head == kInvalid)), 0};
         // Whether the flow is idle, or empty, is random with many flows: no branches. The
         // ring entry of a flow already listed goes to a scratch word, the link of an empty
         // flow's tail to the link past the pool's.
@@ -343,8 +346,6 @@ struct Scheduler::Departures {
     if (slot == kInvalid) return false;
     out = slots_[slot];
     flow.head = next_slot_[slot];
-    // Whether the flow emptied is random with many flows: no branch (an OR with all ones).
-    flow.tail |= 0u - static_cast<uint32_t>(flow.head == kInvalid);
     flow.bytes -= out.length_bytes;
     free_slots_[pool_free_count_ + taken.packets] = slot;
     ++taken.packets;

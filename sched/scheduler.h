@@ -204,7 +204,7 @@ private:
     // miss, and a flow split across two lines was two).
     struct alignas(32) Flow {
         uint32_t head = kInvalid;  // kInvalid: the flow queue is empty
-        uint32_t tail = kInvalid;  // kInvalid when empty
+        uint32_t tail = kInvalid;  // the last packet while head != kInvalid (stale otherwise)
         int32_t deficit_bytes = 0;
         uint64_t bytes = 0;
         FlowList list = FlowList::none;

@@ -16,6 +16,7 @@
 //   fqmix       fq64's tree with sched_bench's mixed sizes (64..9000 B), enqueue 32 + dequeue(32)
 //   fq64k, fqmix64k  sched_bench's 65536-flow tree (one bucket per flow, 65536 packets deep),
 //               64 B / mixed, enqueue 32 + dequeue(32); `_burst` suffix: dequeue_burst(32)
+//   fq64_1flow, fqmix_1flow  sched_bench's one-flow tree (one bucket), 1024 packets deep
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
                      "usage: sched_cost fq64|fq64_burst|gateway1|gateway32|gateway32_burst|"
-                     "lone_burst|fqmix[_burst]|fq64k[_burst]|fqmix64k[_burst] [steps]\n");
+                     "lone_burst|fqmix[_burst]|fq64k[_burst]|fqmix64k[_burst]|fq64_1flow|fqmix_1flow [steps]\n");
         return 2;
     }
     const std::string name = argv[1];
@@ -190,7 +191,9 @@ int main(int argc, char** argv) {
                                                             : Traffic::fq64;
     const bool lone = traffic == Traffic::lone;
     const bool fq = traffic == Traffic::fq64 || traffic == Traffic::fqmix;
-    const uint32_t flows = name.find("64k") != std::string::npos ? 65536 : 1024;
+    const uint32_t flows = name.find("64k") != std::string::npos   ? 65536
+                           : name.find("_1flow") != std::string::npos ? 1
+                                                                       : 1024;
     TreeSpec spec = fq ? fq_tree(flows) : gateway_tree();
     if (lone) spec.max_packet_bytes = 1500 + 18;  // MTU + Ethernet header + a VLAN tag, as compiled
     auto built = Scheduler::build(spec);
