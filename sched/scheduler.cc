@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "sched/ecn.h"
@@ -13,6 +14,15 @@ namespace twinlane::sched {
 namespace {
 
 bool is_leaf(NodeKind kind) { return kind == NodeKind::fifo || kind == NodeKind::fq; }
+
+// `yes` if `condition`, else `no`, for conditions that are random per packet: on values already
+// loaded GCC makes it a conditional move, not a branch that mispredicts (callgrind
+// --branch-sim shows none left where it is used; several on one condition become a branch
+// again, hence the masks in append_to_flow).
+template <typename T>
+[[gnu::always_inline]] inline T select(bool condition, T yes, T no) {
+    return condition ? yes : no;
+}
 
 uint32_t histogram_bucket(uint64_t sojourn_ns) {
     const uint32_t width = static_cast<uint32_t>(std::bit_width(sojourn_ns));
@@ -136,11 +146,21 @@ Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
     }
     s.flows_.resize(flow_total);
     s.codel_states_.resize(flow_total);
+    uint32_t ring_total = 0;
+    for (Leaf& leaf : s.leaves_) {
+        if (leaf.flow_mask == 0) continue;
+        leaf.fresh.base = ring_total;
+        leaf.old.base = ring_total + leaf.flow_mask + 1;
+        ring_total += 2 * (leaf.flow_mask + 1);
+    }
+    s.ring_scratch_ = ring_total;  // one word past the rings
+    s.flow_rings_.resize(ring_total + 1);
 
     const uint32_t pool = spec.pool_packets != 0 ? spec.pool_packets
                                                  : static_cast<uint32_t>(total_limit_packets);
     s.slots_.resize(pool);
-    s.next_slot_.resize(pool);
+    s.next_slot_.resize(pool + 1);
+    s.link_scratch_ = pool;
     s.free_slots_.resize(pool);
     s.reset_queues();
     s.rng_ = DeterministicRng(spec.random_seed);
@@ -184,7 +204,7 @@ void Scheduler::reset_queues() {
         node.backlog_mask = 0;
     }
     for (Leaf& leaf : leaves_) {
-        leaf.fresh_head = leaf.fresh_tail = leaf.old_head = leaf.old_tail = kInvalid;
+        leaf.fresh.head = leaf.fresh.tail = leaf.old.head = leaf.old.tail = 0;
         leaf.packets = 0;
         leaf.bytes = 0;
         publish_depth(leaf);
@@ -207,7 +227,7 @@ uint64_t Scheduler::memory_bytes(const TreeSpec& spec) {
     }
     const uint64_t pool = spec.pool_packets != 0 ? spec.pool_packets : total_limit_packets;
     return pool * (sizeof(Packet) + 2 * sizeof(uint32_t)) +
-           flows * (sizeof(Flow) + sizeof(CodelState)) +
+           flows * (sizeof(Flow) + sizeof(CodelState) + 2 * sizeof(uint32_t)) +
            spec.nodes.size() * (sizeof(Node) + sizeof(Leaf));
 }
 
@@ -222,25 +242,14 @@ uint64_t Scheduler::memory_bytes(const TreeSpec& spec) {
 
 [[gnu::always_inline]] inline void Scheduler::push_flow_list(Leaf& leaf, FlowList list,
                                                              uint32_t flow) {
-    uint32_t& head = list == FlowList::fresh ? leaf.fresh_head : leaf.old_head;
-    uint32_t& tail = list == FlowList::fresh ? leaf.fresh_tail : leaf.old_tail;
-    flows_[flow].next = kInvalid;
+    FlowRing& ring = list == FlowList::fresh ? leaf.fresh : leaf.old;
+    flow_rings_[ring.base + (ring.tail++ & leaf.flow_mask)] = flow;
     flows_[flow].list = list;
-    if (tail == kInvalid) {
-        head = flow;
-    } else {
-        flows_[tail].next = flow;
-    }
-    tail = flow;
 }
 
 [[gnu::always_inline]] inline uint32_t Scheduler::pop_flow_list(Leaf& leaf, FlowList list) {
-    uint32_t& head = list == FlowList::fresh ? leaf.fresh_head : leaf.old_head;
-    uint32_t& tail = list == FlowList::fresh ? leaf.fresh_tail : leaf.old_tail;
-    const uint32_t flow = head;
-    head = flows_[flow].next;
-    if (head == kInvalid) tail = kInvalid;
-    flows_[flow].next = kInvalid;
+    FlowRing& ring = list == FlowList::fresh ? leaf.fresh : leaf.old;
+    const uint32_t flow = flow_rings_[ring.base + (ring.head++ & leaf.flow_mask)];
     flows_[flow].list = FlowList::none;
     return flow;
 }
@@ -250,14 +259,12 @@ uint64_t Scheduler::memory_bytes(const TreeSpec& spec) {
 struct Scheduler::FlowAppend {
     uint32_t flow = kInvalid;
     uint32_t tail = kInvalid;
-    uint32_t packets = 0;
     uint64_t bytes = 0;
 
     void flush(std::vector<Flow>& flows) const {
         if (flow == kInvalid) return;
         Flow& f = flows[flow];
         f.tail = tail;
-        f.packets += packets;
         f.bytes += bytes;
     }
 };
@@ -271,22 +278,38 @@ struct Scheduler::FlowAppend {
 [[gnu::always_inline]] inline void Scheduler::append_to_flow(Leaf& leaf, uint32_t flow_index,
                                                              uint32_t slot, uint32_t length,
                                                              FlowAppend& append) {
-    if (flow_index != append.flow) {
+    if (flow_index == append.flow) {
+        next_slot_[append.tail] = slot;
+    } else {
         append.flush(flows_);
         Flow& flow = flows_[flow_index];
-        append = FlowAppend{flow_index, flow.tail, 0, 0};
-        if (leaf.flow_mask != 0 && flow.list == FlowList::none) {
-            flow.deficit_bytes = static_cast<int32_t>(max_packet_bytes_);
-            push_flow_list(leaf, leaf.sparse_first ? FlowList::fresh : FlowList::old, flow_index);
+        // An emptied flow keeps its old tail (Flow): not resetting it spares each departure a
+        // store that the next one waited for (sched_bench, 1 flow).
+        append = FlowAppend{flow_index,
+                            flow.tail | (0u - static_cast<uint32_t>(flow.head == kInvalid)), 0};
+        // Whether the flow is idle, or empty, is random with many flows: no branches. The
+        // ring entry of a flow already listed goes to a scratch word, the link of an empty
+        // flow's tail to the link past the pool's.
+        const uint32_t empty = 0u - static_cast<uint32_t>(append.tail == kInvalid);
+        next_slot_[append.tail + ((link_scratch_ - append.tail) & empty)] = slot;
+        flow.head += (slot - flow.head) & empty;
+        if (leaf.flow_mask != 0) {
+            // push_flow_list() if idle.
+            const FlowList list = leaf.sparse_first ? FlowList::fresh : FlowList::old;
+            FlowRing& ring = leaf.sparse_first ? leaf.fresh : leaf.old;
+            const bool idle = flow.list == FlowList::none;
+            const uint32_t entry = ring.base + (ring.tail & leaf.flow_mask);
+            flow_rings_[select(idle, entry, ring_scratch_)] = flow_index;
+            ring.tail += idle;
+            // Masks, not more selects: GCC turns several selects on one condition into a branch.
+            const uint32_t all = 0u - static_cast<uint32_t>(idle);
+            flow.deficit_bytes += static_cast<int32_t>(
+                (max_packet_bytes_ - static_cast<uint32_t>(flow.deficit_bytes)) & all);
+            flow.list = static_cast<FlowList>(static_cast<uint8_t>(flow.list) |
+                                              (static_cast<uint8_t>(list) & all));
         }
     }
-    if (append.tail == kInvalid) {
-        flows_[flow_index].head = slot;
-    } else {
-        next_slot_[append.tail] = slot;
-    }
     append.tail = slot;
-    ++append.packets;
     append.bytes += length;
 }
 
@@ -323,8 +346,6 @@ struct Scheduler::Departures {
     if (slot == kInvalid) return false;
     out = slots_[slot];
     flow.head = next_slot_[slot];
-    if (flow.head == kInvalid) flow.tail = kInvalid;
-    --flow.packets;
     flow.bytes -= out.length_bytes;
     free_slots_[pool_free_count_ + taken.packets] = slot;
     ++taken.packets;
@@ -351,8 +372,9 @@ Scheduler::Room Scheduler::find_room(Leaf& leaf, uint32_t arriving_flow, uint32_
     if (victim == kInvalid || flows_[victim].bytes == 0) {
         // First overflow, or the remembered flow drained: find the fattest (rare).
         victim = arriving_flow;
-        for (const uint32_t head : {leaf.fresh_head, leaf.old_head}) {
-            for (uint32_t f = head; f != kInvalid; f = flows_[f].next) {
+        for (const FlowRing* ring : {&leaf.fresh, &leaf.old}) {
+            for (uint32_t i = ring->head; i != ring->tail; ++i) {
+                const uint32_t f = flow_rings_[ring->base + (i & leaf.flow_mask)];
                 if (flows_[f].bytes > flows_[victim].bytes) victim = f;
             }
         }
@@ -385,7 +407,6 @@ void Scheduler::push_out(Leaf& leaf, const Room& room, DroppedPacket* drops, uin
         const Packet& packet = slots_[slot];
         flow.head = next_slot_[slot];
         if (flow.head == kInvalid) flow.tail = kInvalid;
-        --flow.packets;
         flow.bytes -= packet.length_bytes;
         leaf.counters.count_drop(reason, packet.length_bytes);
         drops[dropped++] = DroppedPacket{packet, reason};
@@ -504,6 +525,23 @@ uint64_t Scheduler::path_allowance_bytes(uint32_t leaf_node) const {
     return allowance;
 }
 
+// The quanta the picks of a lone run gave without a walk: the drr children on the path had
+// their deficits d > 0 right after the pick that started the lone stretch, then `bytes_before_last`
+// bytes left before the stretch's last packet. A pick gives a child one quantum when its deficit
+// is <= 0, and one suffices (quantum >= one max packet >= any queued packet), so after the
+// picks the deficit is d + m * quantum - bytes_before_last with m the least count that makes it
+// positive. Applied before the stretch's bytes are charged; same result as pick() by pick().
+void Scheduler::give_missed_quanta(uint32_t leaf_node, uint64_t bytes_before_last) {
+    for (uint32_t n = leaf_node; n != kInvalid; n = nodes_[n].parent) {
+        Node& node = nodes_[n];
+        if (!node.parent_is_drr) continue;
+        const auto spent = static_cast<int64_t>(bytes_before_last);
+        if (spent < node.deficit_bytes) continue;
+        const int64_t quantum = node.quantum_bytes;
+        node.deficit_bytes += ((spent - node.deficit_bytes) / quantum + 1) * quantum;
+    }
+}
+
 // charge_path(), and returns whether the next pick() would choose the same leaf again by giving
 // spent drr children a quantum: every drr child on the path is its parent's only backlogged child
 // (rotating a one-child ring changes nothing) and every shaper on the path still conforms.
@@ -527,20 +565,21 @@ bool Scheduler::charge_lone_path(uint32_t leaf_node, uint64_t bytes, uint64_t no
 
 // What pick() does on a lone path (each drr child the only backlogged child of its parent)
 // whose run spent a deficit: the spent children get a quantum (>= one max packet, so positive
-// again); rotating a one-child ring changes nothing. Returns path_allowance_bytes() after it
-// (the same walk). This and charge_lone_path() are charge_path() and path_allowance_bytes()
-// fused with the lone-path steps on purpose: built from shared per-node helpers instead, they
-// cost lone_burst 22 more instructions per packet (sched_cost, callgrind).
-uint64_t Scheduler::give_spent_quanta(uint32_t leaf_node) {
+// again); rotating a one-child ring changes nothing. Returns what the shapers on the path allow
+// (path_allowance_bytes() of a lone path; the same walk). This and charge_lone_path() are
+// charge_path() and path_allowance_bytes() fused with the lone-path steps on purpose: built from
+// shared per-node helpers instead, they cost lone_burst 22 more instructions per packet
+// (sched_cost, callgrind).
+uint64_t Scheduler::give_spent_quanta(uint32_t leaf_node, uint64_t& least_deficit) {
     uint64_t allowance = UINT64_MAX;
+    least_deficit = UINT64_MAX;
     for (uint32_t n = leaf_node; n != kInvalid; n = nodes_[n].parent) {
         Node& node = nodes_[n];
         if (node.shaper.enabled())
             allowance = std::min(allowance, shaper_allowance_bytes(node.shaper));
         if (node.parent_is_drr) {
             if (node.deficit_bytes <= 0) node.deficit_bytes += node.quantum_bytes;
-            allowance =
-                std::min<uint64_t>(allowance, static_cast<uint64_t>(node.deficit_bytes - 1));
+            least_deficit = std::min(least_deficit, static_cast<uint64_t>(node.deficit_bytes));
         }
     }
     return allowance;
@@ -635,10 +674,11 @@ uint32_t Scheduler::peek_pick(uint32_t node_index, uint64_t now_ns) {
 uint32_t Scheduler::peek_flow(const Leaf& leaf) const {
     if (leaf.flow_mask == 0) return leaf.first_flow;
     for (const bool positive : {true, false}) {
-        for (const uint32_t head : {leaf.fresh_head, leaf.old_head}) {
-            for (uint32_t flow = head; flow != kInvalid; flow = flows_[flow].next) {
+        for (const FlowRing* ring : {&leaf.fresh, &leaf.old}) {
+            for (uint32_t i = ring->head; i != ring->tail; ++i) {
+                const uint32_t flow = flow_rings_[ring->base + (i & leaf.flow_mask)];
                 const Flow& f = flows_[flow];
-                if (f.packets != 0 && (f.deficit_bytes > 0) == positive) return flow;
+                if (f.head != kInvalid && (f.deficit_bytes > 0) == positive) return flow;
             }
         }
     }
@@ -666,6 +706,12 @@ bool Scheduler::peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_ro
 
 // ---- hot path -----------------------------------------------------------------------------
 
+// Below this many packets a leaf's flows and packets stay in the L1/L2 caches, where the
+// prefetches in dequeue_leaf cost more instructions than they save (sched_bench, 1024 flows);
+// the same for a flow table below this many flows at enqueue (256 KiB).
+constexpr uint32_t kPrefetchDepth = 4096;
+constexpr uint32_t kPrefetchFlows = 8192;
+
 // Packets come in runs for one leaf (a lane's burst usually is one run). During a run the
 // leaf's depth, the pool's free count and the flow tail being appended to live in registers
 // (EnqueueRun) and are written back once: updated in memory per packet, each was a
@@ -684,11 +730,14 @@ struct Scheduler::EnqueueRun {
 uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_ns,
                             DroppedPacket* drops) {
     // Touch the burst's flow queues up front so their cache misses overlap (sched_bench, 64k
-    // flows); a packet with an unknown leaf is skipped here and dropped below.
-    for (uint32_t i = 0; i < count; ++i) {
-        if (packets[i].leaf >= leaves_.size()) continue;
-        const Leaf& leaf = leaves_[packets[i].leaf];
-        __builtin_prefetch(&flows_[leaf.first_flow + (packets[i].flow_hash & leaf.flow_mask)]);
+    // flows); a packet with an unknown leaf is skipped here and dropped below. A small flow
+    // table stays in cache (sched_bench's 1024 flows: 32 KiB).
+    if (flows_.size() > kPrefetchFlows) {
+        for (uint32_t i = 0; i < count; ++i) {
+            if (packets[i].leaf >= leaves_.size()) continue;
+            const Leaf& leaf = leaves_[packets[i].leaf];
+            __builtin_prefetch(&flows_[leaf.first_flow + (packets[i].flow_hash & leaf.flow_mask)]);
+        }
     }
     uint32_t dropped = 0;
     for (uint32_t i = 0; i < count;) {
@@ -806,15 +855,50 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
     return verdict.has_packet;
 }
 
+
+[[gnu::always_inline]] inline void Scheduler::prefetch_slot(uint32_t slot) const {
+    __builtin_prefetch(&slots_[slot]);
+    __builtin_prefetch(reinterpret_cast<const char*>(&slots_[slot + 1]) - 1);
+    __builtin_prefetch(&next_slot_[slot]);
+}
+
+// Flows a ring serves next, touched ahead of time: with 65536 flows each flow, its packets
+// and their links are cache misses. The flow kFlowsAhead places on is fetched first, its head
+// packet and link once it is kSlotsAhead away, its second packet kSecondAhead away (each read
+// of a line fetched a few packets before, not a stall).
+[[gnu::always_inline]] inline void Scheduler::prefetch_ring(const Leaf& leaf,
+                                                           const FlowRing& ring) const {
+    constexpr uint32_t kFlowsAhead = 8;
+    constexpr uint32_t kSlotsAhead = 4;
+    constexpr uint32_t kSecondAhead = 2;
+    const uint32_t queued = ring.tail - ring.head;
+    const uint32_t* entries = &flow_rings_[ring.base];
+    const uint32_t head = ring.head;
+    const uint32_t mask = leaf.flow_mask;
+    auto flow_at = [&](uint32_t ahead) -> const Flow& {
+        return flows_[entries[(head + ahead) & mask]];
+    };
+    if (queued > kFlowsAhead) __builtin_prefetch(&flow_at(kFlowsAhead));
+    if (queued > kSlotsAhead) {
+        if (const uint32_t slot = flow_at(kSlotsAhead).head; slot != kInvalid) prefetch_slot(slot);
+    }
+    if (queued > kSecondAhead) {
+        if (const uint32_t slot = flow_at(kSecondAhead).head; slot != kInvalid) {
+            if (const uint32_t second = next_slot_[slot]; second != kInvalid) prefetch_slot(second);
+        }
+    }
+}
+
 // fq_codel's flow choice: fresh (sparse) flows first, DRR by deficit across flows.
 [[gnu::always_inline]] inline bool Scheduler::dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out,
                                                           DropSink& sink, Departures& taken) {
     if (leaf.flow_mask == 0) return dequeue_flow(leaf, leaf.first_flow, now_ns, out, sink, taken);
     for (;;) {
-        const bool from_fresh = leaf.fresh_head != kInvalid;
+        const bool from_fresh = !leaf.fresh.empty();
         const FlowList list = from_fresh ? FlowList::fresh : FlowList::old;
-        const uint32_t flow_index = from_fresh ? leaf.fresh_head : leaf.old_head;
-        if (flow_index == kInvalid) return false;
+        FlowRing& ring = from_fresh ? leaf.fresh : leaf.old;
+        if (ring.empty()) return false;
+        const uint32_t flow_index = flow_rings_[ring.base + (ring.head & leaf.flow_mask)];
         Flow& flow = flows_[flow_index];
         if (flow.deficit_bytes <= 0) {
             flow.deficit_bytes += static_cast<int32_t>(max_packet_bytes_);
@@ -826,61 +910,75 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
             pop_flow_list(leaf, list);
             // An emptied fresh flow waits in the old list so that it cannot regain priority
             // immediately by sending one packet at a time (fq_codel's anti-starvation rule).
-            if (from_fresh && leaf.old_head != kInvalid) {
-                push_flow_list(leaf, FlowList::old, flow_index);
-            }
+            if (from_fresh && !leaf.old.empty()) push_flow_list(leaf, FlowList::old, flow_index);
             continue;
         }
         flow.deficit_bytes -= static_cast<int32_t>(out.length_bytes);
-        // Prefetch the next flow's head packet and the flow after it: with 64k flows each is
-        // a cache miss otherwise (measured in sched_bench, 64k flows).
-        if (const uint32_t next = flow.next; next != kInvalid) {
-            const Flow& next_flow = flows_[next];
-            if (next_flow.head != kInvalid) __builtin_prefetch(&slots_[next_flow.head]);
-            if (next_flow.next != kInvalid) __builtin_prefetch(&flows_[next_flow.next]);
-        }
+        // A leaf this deep does not stay in cache: fetch what comes next ahead of time.
+        if (leaf.packets > kPrefetchDepth) prefetch_ring(leaf, ring);
         // Plain DRR (no sparse-flow rule) drops an emptied flow at once, while its line is
         // still in cache; with many flows the lazy removal cost an extra miss per packet.
-        if (!leaf.sparse_first && flow.packets == 0) pop_flow_list(leaf, list);
+        // pop_flow_list() without a branch: whether the flow emptied is random.
+        if (!leaf.sparse_first) {
+            const uint32_t emptied = flow.head == kInvalid;
+            ring.head += emptied;
+            flow.list = static_cast<FlowList>(static_cast<uint8_t>(flow.list) &
+                                              static_cast<uint8_t>(emptied - 1));
+        }
         return true;
     }
 }
 
-// Sojourn statistics of one run of departures from a leaf, kept in registers and added to the
-// leaf's counters once at the run's end. Incremented per packet in memory, the histogram slot
-// (the same one for a run from one RX burst) was a store-to-load chain: 26% of dequeue_burst's
-// samples (perf, net_null 64 B). Equal sojourns come in streaks, so the histogram is
-// run-length counted: exact, one add per streak.
+// Sojourn statistics of runs of departures from a leaf, kept here and added to the leaf's
+// counters once at each run's end. Incremented per packet in memory, the leaf's histogram
+// slot was a store-to-load chain: 26% of dequeue_burst's samples (perf, net_null 64 B). The
+// histogram is counted without a branch: sojourns straddle bucket boundaries at random, and
+// run-length counting (a branch per change of bucket) mispredicted on ~40% of packets
+// (callgrind --branch-sim, sched_cost fqmix).
 struct Scheduler::DepartureTally {
+    uint32_t* counts;  // Scheduler::run_histogram_, zero outside a run
     uint64_t sum_ns = 0;
     uint64_t max_ns = 0;
-    uint32_t bucket = 0;
-    uint32_t bucket_packets = 0;
+    uint64_t touched = 0;  // bit b set: counts[b] != 0
 
-    [[gnu::always_inline]] void add(LiveQueueCounters& counters, uint64_t sojourn_ns) {
+    [[gnu::always_inline]] void add(uint64_t sojourn_ns) {
         sum_ns += sojourn_ns;
-        max_ns = std::max(max_ns, sojourn_ns);
+        max_ns = select(sojourn_ns > max_ns, sojourn_ns, max_ns);
         const uint32_t b = histogram_bucket(sojourn_ns);
-        if (b != bucket) {
-            counters.sojourn_log2_histogram[bucket].add(bucket_packets);
-            bucket = b;
-            bucket_packets = 0;
-        }
-        ++bucket_packets;
+        ++counts[b];
+        touched |= uint64_t{1} << b;
     }
-    void flush(LiveQueueCounters& counters) const {
-        counters.sojourn_log2_histogram[bucket].add(bucket_packets);
+    // Adds the runs so far to `counters` and starts over.
+    void flush(LiveQueueCounters& counters) {
+        for (uint64_t bits = touched; bits != 0; bits &= bits - 1) {
+            const auto b = static_cast<uint32_t>(std::countr_zero(bits));
+            counters.sojourn_log2_histogram[b].add(counts[b]);
+            counts[b] = 0;
+        }
         counters.sojourn_sum_ns.add(sum_ns);
         counters.sojourn_max_ns.raise_to(max_ns);
+        sum_ns = 0;
+        max_ns = 0;
+        touched = 0;
     }
 };
 
 // The packets dequeue_burst takes from one leaf in a row.
 struct Scheduler::DepartureRun {
+    static constexpr uint64_t kNotLone = UINT64_MAX;
     uint32_t start;    // its first packet's index in `out`
     uint64_t bytes;
     uint64_t limit;    // bytes up to which the next pick() is this leaf again
     uint64_t charged;  // bytes already charged to the path
+    // On a lone path: `bytes` when the drr deficits on the path were last exact (right after a
+    // pick); the quanta of the picks since are given by give_missed_quanta(). kNotLone otherwise.
+    uint64_t lone_from = kNotLone;
+    uint64_t least_deficit = 0;  // the least of those deficits: fewer bytes since need no quantum
+
+    void settle_quanta(Scheduler& scheduler, uint32_t leaf_node, uint32_t last_length) const {
+        const uint64_t before_last = bytes - lone_from - last_length;
+        if (before_last >= least_deficit) scheduler.give_missed_quanta(leaf_node, before_last);
+    }
 };
 
 // One pick() per run of packets from the same leaf: after the first packet, the run goes on
@@ -903,9 +1001,12 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         uint32_t length = 0;
         return peek_length(leaf, now_ns, sink.capacity - sink.count, length) && wire(length) <= left;
     };
+    // Past this many bytes charged the next packet may not fit: look before taking it.
+    const uint64_t look_ahead_above = max_bytes >= max_wire ? max_bytes - max_wire : 0;
     uint32_t sent = 0;
     uint64_t charged = 0;  // <= max_bytes throughout
     Node& root = nodes_[root_];
+    DepartureTally tally{run_histogram_.data()};
     while (sent < max_packets && queued_packets_ != 0) {
         if (root.shaper.enabled() && !root.shaper.conforms(now_ns)) break;
         if (max_bytes - charged < max_wire) {
@@ -917,28 +1018,31 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         const uint32_t leaf_index = pick(root_, now_ns);
         if (leaf_index == kInvalid) break;
         Leaf& leaf = leaves_[leaf_index];
-        DepartureRun run{sent, 0, 0, 0};
+        DepartureRun run{sent, 0, 0, 0, DepartureRun::kNotLone, UINT64_MAX};
+        // Before the run's first packet: the path is as pick() left it either way.
+        if (max_packets - sent > 1 && leaf.packets > 1) run.limit = path_allowance_bytes(leaf.node);
         bool budget_spent = false;
-        DepartureTally tally;
         Departures taken;
         for (;;) {
             Packet& packet = out[sent];
             if (!dequeue_leaf(leaf, now_ns, packet, sink, taken)) break;
-            tally.add(leaf.counters, now_ns - packet.arrival_ns);
+            tally.add(now_ns - packet.arrival_ns);
             run.bytes += packet.length_bytes;
             charged += wire(packet.length_bytes);
             ++sent;
             if (sent == max_packets || leaf.packets == taken.packets) break;
-            if (sent - run.start == 1) run.limit = path_allowance_bytes(leaf.node);
             const bool refill = run.bytes > run.limit;
-            if (refill && !run_picks_leaf_again(leaf, run, now_ns)) break;
-            if (max_bytes - charged < max_wire && !next_fits(leaf, max_bytes - charged)) {
+            if (refill && !run_picks_leaf_again(leaf, run, out[sent - 1].length_bytes, now_ns))
+                break;
+            // charged > 0 here, so this is max_bytes - charged < max_wire.
+            if (charged > look_ahead_above && !next_fits(leaf, max_bytes - charged)) {
                 budget_spent = true;
                 break;
             }
             if (refill) {
-                run.limit =
-                    run.bytes + std::min(give_spent_quanta(leaf.node), UINT64_MAX - run.bytes);
+                const uint64_t allowance = give_spent_quanta(leaf.node, run.least_deficit);
+                run.limit = run.bytes + std::min(allowance, UINT64_MAX - run.bytes);
+                run.lone_from = run.bytes;
             }
         }
         finish_run(leaf, run, out, sent, now_ns, tally, taken);
@@ -952,11 +1056,19 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
 // conforms, takes this leaf again. The run goes on with those quanta (a lone bulk class whose
 // quantum is a packet or two sends whole bursts, not one tree walk per packet), given only once
 // the next packet is certain: k single dequeues stop before the k+1-th pick(). Most paths that
-// are not lone fail at the nearest drr node, without a walk.
+// are not lone fail at the nearest drr node, without a walk. A run on a lone path gets here
+// only when a shaper's allowance is spent (its deficits are not limits: give_missed_quanta).
 [[gnu::always_inline]] inline bool Scheduler::run_picks_leaf_again(const Leaf& leaf,
                                                                   DepartureRun& run,
+                                                                  uint32_t last_length,
                                                                   uint64_t now_ns) {
-    if (leaf.nearest_drr != kInvalid && nodes_[leaf.nearest_drr].active_count != 1) return false;
+    if (run.lone_from == DepartureRun::kNotLone) {
+        if (leaf.nearest_drr != kInvalid && nodes_[leaf.nearest_drr].active_count != 1)
+            return false;
+    } else {
+        run.settle_quanta(*this, leaf.node, last_length);
+        run.lone_from = run.bytes;
+    }
     const bool picked_again = charge_lone_path(leaf.node, run.bytes - run.charged, now_ns);
     run.charged = run.bytes;
     return picked_again;
@@ -973,6 +1085,8 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         counters.bytes_out.add(run.bytes);
         counters.sojourn_last_ns.set(now_ns - out[sent - 1].arrival_ns);
         tally.flush(counters);
+        if (run.lone_from != DepartureRun::kNotLone && run.bytes != run.lone_from)
+            run.settle_quanta(*this, leaf.node, out[sent - 1].length_bytes);
         if (run.bytes != run.charged) charge_path(leaf.node, run.bytes - run.charged);
     }
     settle_departures(leaf, taken);
@@ -1124,7 +1238,6 @@ MoveResult Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, 
     }
     if (packets == 0) return {};
     // An emptied bucket may stay on the leaf's flow lists: dequeue drops empty flows lazily.
-    bucket.packets -= packets;
     bucket.bytes -= bytes;
     source.packets -= packets;
     source.bytes -= bytes;

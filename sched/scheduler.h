@@ -22,6 +22,7 @@
 // runs (relaxed atomics: each value whole, race-free); everything else belongs to the owner.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -199,22 +200,33 @@ private:
 
     enum class FlowList : uint8_t { none, fresh, old };
 
-    struct Flow {
-        uint32_t head = kInvalid;
-        uint32_t tail = kInvalid;
-        uint32_t packets = 0;
+    // 32 bytes on a 32-byte boundary: one cache line per flow (with 65536 flows each one is a
+    // miss, and a flow split across two lines was two).
+    struct alignas(32) Flow {
+        uint32_t head = kInvalid;  // kInvalid: the flow queue is empty
+        uint32_t tail = kInvalid;  // the last packet while head != kInvalid (stale otherwise)
         int32_t deficit_bytes = 0;
         uint64_t bytes = 0;
-        uint32_t next = kInvalid;
         FlowList list = FlowList::none;
+    };
+
+    // An fq leaf's list of active flows (fresh or old): a FIFO ring of flow ids in
+    // flow_rings_, as many slots as the leaf has buckets (a flow is on one list at most).
+    // head/tail run freely; the list is empty when they are equal. An array rather than links
+    // through the flows, so that dequeue knows the flows it serves next and can prefetch them.
+    struct FlowRing {
+        uint32_t base = 0;  // into flow_rings_
+        uint32_t head = 0;
+        uint32_t tail = 0;
+        bool empty() const { return head == tail; }
     };
 
     struct Leaf {
         uint32_t node = 0;
         uint32_t first_flow = 0;
         uint32_t flow_mask = 0;  // buckets - 1; 0 for fifo
-        uint32_t fresh_head = kInvalid, fresh_tail = kInvalid;
-        uint32_t old_head = kInvalid, old_tail = kInvalid;
+        FlowRing fresh;
+        FlowRing old;
         uint32_t limit_packets = 0;
         uint64_t limit_bytes = 0;
         uint32_t packets = 0;
@@ -275,6 +287,8 @@ private:
     }
     void push_flow_list(Leaf& leaf, FlowList list, uint32_t flow);
     uint32_t pop_flow_list(Leaf& leaf, FlowList list);
+    void prefetch_ring(const Leaf& leaf, const FlowRing& ring) const;
+    void prefetch_slot(uint32_t slot) const;
     void rotate_active(Node& parent);
     uint32_t pick(uint32_t node, uint64_t now_ns);
     uint32_t peek_pick(uint32_t node, uint64_t now_ns);
@@ -282,9 +296,10 @@ private:
     uint32_t peek_flow(const Leaf& leaf) const;
     bool peek_length(const Leaf& leaf, uint64_t now_ns, uint32_t drops_room, uint32_t& length);
     uint64_t path_allowance_bytes(uint32_t leaf_node) const;
+    void give_missed_quanta(uint32_t leaf_node, uint64_t bytes_before_last);
     void charge_path(uint32_t leaf_node, uint64_t bytes);
     bool charge_lone_path(uint32_t leaf_node, uint64_t bytes, uint64_t now_ns);
-    uint64_t give_spent_quanta(uint32_t leaf_node);
+    uint64_t give_spent_quanta(uint32_t leaf_node, uint64_t& least_deficit);
     bool dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink& sink,
                       Departures& taken);
     bool dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out, DropSink& sink,
@@ -294,7 +309,8 @@ private:
     uint64_t eligible_time(uint32_t node, uint64_t now_ns);
     struct DepartureTally;
     struct DepartureRun;
-    bool run_picks_leaf_again(const Leaf& leaf, DepartureRun& run, uint64_t now_ns);
+    bool run_picks_leaf_again(const Leaf& leaf, DepartureRun& run, uint32_t last_length,
+                              uint64_t now_ns);
     void finish_run(Leaf& leaf, const DepartureRun& run, const Packet* out, uint32_t sent,
                     uint64_t now_ns, DepartureTally& tally, Departures& taken);
     void reset_queues();
@@ -304,9 +320,12 @@ private:
     std::vector<uint32_t> child_ids_;
     std::vector<Leaf> leaves_;
     std::vector<Flow> flows_;
+    std::vector<uint32_t> flow_rings_;  // the fq leaves' FlowRings, then ring_scratch_
+    uint32_t ring_scratch_ = 0;         // where an enqueue writes the ring entry it does not add
     std::vector<CodelState> codel_states_;  // parallel to flows_
     std::vector<Packet> slots_;
-    std::vector<uint32_t> next_slot_;
+    std::vector<uint32_t> next_slot_;   // links of the pool's slots, then link_scratch_
+    uint32_t link_scratch_ = 0;         // where an enqueue writes the link it does not need
     std::vector<uint32_t> free_slots_;  // stack of free slots, pool_free_count_ deep
     uint32_t pool_free_count_ = 0;
     uint64_t queued_packets_ = 0;
@@ -314,6 +333,7 @@ private:
     uint32_t max_packet_bytes_ = 0;
     DeterministicRng rng_;
     LiveQueueCounters port_drops_;  // unknown-leaf and oversize drops (no leaf to charge)
+    std::array<uint32_t, kSojournHistogramBuckets> run_histogram_{};  // DepartureTally's counts
 };
 
 }  // namespace twinlane::sched

@@ -272,6 +272,61 @@ TEST(SchedBurstTest, BudgetStopsBeforeThePacketThatWouldExceedItAndKeepsIt) {
     EXPECT_EQ(scheduler->queued_packets(), 0u);
 }
 
+// A run on a lone path crosses quanta without a walk and settles them at its end (the picks'
+// quanta in closed form). Sizes in multiples of 250 under a 1000-byte quantum make deficits hit
+// exactly 0, where the single dequeues' pick() gives a quantum; a sibling that joins afterwards
+// reveals any deficit that differs (who goes first, and for how long).
+TEST(SchedBurstTest, LoneRunAcrossQuantaLeavesTheDeficitsOfSingleDequeues) {
+    std::mt19937 random(11);
+    for (uint32_t trial = 0; trial < 400; ++trial) {
+        TreeSpec spec;
+        spec.max_packet_bytes = 1000;
+        spec.nodes = {testing::make_node("port", NodeKind::drr),
+                      testing::make_node("mid", NodeKind::drr, "port"),
+                      testing::make_leaf("a", NodeKind::fifo, "mid"),
+                      testing::make_leaf("b", NodeKind::fifo, "mid"),
+                      testing::make_leaf("c", NodeKind::fifo, "port")};
+        spec.nodes[1].weight = 1 + trial % 3;
+        if (trial % 5 == 0) spec.nodes[0].shaper = {8'000'000'000, 3000};  // 3 packets of tokens
+        std::unique_ptr<Scheduler> burst = testing::build_or_fail(spec);
+        std::unique_ptr<Scheduler> single = testing::build_or_fail(spec);
+        ASSERT_TRUE(burst && single);
+        uint64_t id = 1;
+        auto enqueue_both = [&](uint16_t leaf, uint32_t count, uint64_t now_ns) {
+            for (uint32_t k = 0; k < count; ++k) {
+                const Packet packet = testing::make_packet(leaf, 250 * (1 + random() % 4), 0, id++);
+                DroppedPacket drop;
+                ASSERT_EQ(burst->enqueue(&packet, 1, now_ns, &drop), 1u);
+                ASSERT_EQ(single->enqueue(&packet, 1, now_ns, &drop), 1u);
+            }
+        };
+        enqueue_both(0, 2 + random() % 30, 1);
+        std::array<Packet, 32> out_burst;
+        std::array<Packet, 32> out_single;
+        std::array<DroppedPacket, 32> drops;
+        const uint32_t wanted = 1 + random() % 32;
+        const DequeueResult r = burst->dequeue_burst(out_burst.data(), wanted, Scheduler::kUnlimitedBytes,
+                                                     2, drops.data(), 32);
+        for (uint32_t k = 0; k < r.packets; ++k) {
+            ASSERT_EQ(single->dequeue(&out_single[k], 1, 2, drops.data(), 32).packets, 1u);
+            ASSERT_EQ(id_of(out_burst[k]), id_of(out_single[k])) << "trial " << trial;
+        }
+        // Siblings join; from here on both trees dequeue one packet at a time.
+        enqueue_both(1, 1 + random() % 8, 3);
+        enqueue_both(2, 1 + random() % 8, 3);
+        for (uint64_t now_ns = 4;; now_ns += 1'000'000) {
+            Packet a;
+            Packet b;
+            const uint32_t got = burst->dequeue(&a, 1, now_ns, drops.data(), 32).packets;
+            ASSERT_EQ(single->dequeue(&b, 1, now_ns, drops.data(), 32).packets, got);
+            if (got == 0 && burst->queued_packets() == 0) break;
+            if (got == 1) {
+                ASSERT_EQ(id_of(a), id_of(b)) << "trial " << trial;
+            }
+        }
+    }
+}
+
 TEST(SchedBurstTest, BurstDequeueEqualsRepeatedSingleDequeueOnRandomTrees) {
     Stats stats;
     for (uint32_t seed = 1; seed <= 150; ++seed) {

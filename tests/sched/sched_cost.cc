@@ -13,6 +13,11 @@
 //   gateway32_burst  same, dequeue_burst
 //   lone_burst  same tree at a 1500-byte MTU (quantum: one frame), only `other` backlogged
 //               (a lone bulk class), 1500 B, enqueue 32 + dequeue_burst(32)
+//   fqmix       fq64's tree with sched_bench's mixed sizes (64..9000 B), enqueue 32 + dequeue(32)
+//   fq64k, fqmix64k  sched_bench's 65536-flow tree (one bucket per flow, 65536 packets deep),
+//               64 B / mixed, enqueue 32 + dequeue(32); `_burst` suffix: dequeue_burst(32)
+//   fq64_1flow, fqmix_1flow  sched_bench's one-flow tree (one bucket), 1024 packets deep
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -85,13 +90,14 @@ TreeSpec gateway_tree() {
     return spec;
 }
 
-enum class Traffic { fq64, gateway, lone };
+enum class Traffic { fq64, fqmix, gateway, lone };
 
 // Packets are generated before the measured region and replayed cyclically from memory.
 struct Source {
     std::vector<Packet> sequence;
     uint32_t cursor = 0;
-    explicit Source(Traffic traffic) {
+    uint32_t flows = 1024;
+    Source(Traffic traffic, uint32_t flow_count) : flows(flow_count) {
         sequence.resize(1u << 16);
         for (Packet& p : sequence) p = make(traffic);
     }
@@ -110,13 +116,13 @@ struct Source {
             p.flow_hash = random() % 4096;
             return p;
         }
-        if (traffic == Traffic::fq64) {
-            p.length_bytes = 64;
-            p.flow_hash = random() % 1024;
+        static constexpr uint32_t kSizes[] = {64, 128, 576, 1500, 4096, 9000};
+        if (traffic == Traffic::fq64 || traffic == Traffic::fqmix) {
+            p.flow_hash = random() % flows;
+            p.length_bytes = traffic == Traffic::fq64 ? 64 : kSizes[random() % 6];
             p.leaf = 0;
             return p;
         }
-        static constexpr uint32_t kSizes[] = {64, 128, 576, 1500, 4096, 9000};
         const uint32_t r = random();
         const uint32_t kind = r % 100;
         p.flow_hash = (r >> 8) % 4096;
@@ -174,16 +180,21 @@ int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
                      "usage: sched_cost fq64|fq64_burst|gateway1|gateway32|gateway32_burst|"
-                     "lone_burst [steps]\n");
+                     "lone_burst|fqmix[_burst]|fq64k[_burst]|fqmix64k[_burst]|fq64_1flow|fqmix_1flow [steps]\n");
         return 2;
     }
     const std::string name = argv[1];
     const uint32_t steps = argc > 2 ? static_cast<uint32_t>(std::atoi(argv[2])) : 20000;
     const Traffic traffic = name == "lone_burst"                 ? Traffic::lone
                             : name.rfind("gateway", 0) == 0 ? Traffic::gateway
+                            : name.rfind("fqmix", 0) == 0   ? Traffic::fqmix
                                                             : Traffic::fq64;
     const bool lone = traffic == Traffic::lone;
-    TreeSpec spec = traffic == Traffic::fq64 ? fq_tree(1024) : gateway_tree();
+    const bool fq = traffic == Traffic::fq64 || traffic == Traffic::fqmix;
+    const uint32_t flows = name.find("64k") != std::string::npos   ? 65536
+                           : name.find("_1flow") != std::string::npos ? 1
+                                                                       : 1024;
+    TreeSpec spec = fq ? fq_tree(flows) : gateway_tree();
     if (lone) spec.max_packet_bytes = 1500 + 18;  // MTU + Ethernet header + a VLAN tag, as compiled
     auto built = Scheduler::build(spec);
     if (!built.scheduler) {
@@ -191,7 +202,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     Scheduler& s = *built.scheduler;
-    Source src(traffic);
+    Source src(traffic, flows);
     uint32_t per_step = kBurst;
     Deq deq = Deq::loop;
     if (name == "gateway1") {
@@ -204,11 +215,13 @@ int main(int argc, char** argv) {
     const uint64_t step_ns = lone                         ? 1'220ull * per_step
                              : traffic == Traffic::gateway ? 2'800ull * per_step
                                                            : 1'000;
+    // fq trees: sched_bench's depth, max(1024, flows).
+    const uint32_t depth = fq ? std::max<uint32_t>(1024, flows) : 1024;
     uint64_t now_ns = 1;
     // Prefill to a steady depth.
     Packet in[kBurst];
     DroppedPacket drops[kBurst];
-    for (uint32_t f = 0; f < 1024; f += kBurst) {
+    for (uint32_t f = 0; f < depth; f += kBurst) {
         for (Packet& p : in) p = src.next();
         s.enqueue(in, kBurst, now_ns, drops);
     }
