@@ -59,24 +59,26 @@ eal=(--no-huge --no-pci --no-shconf -m 512 --log-level=error --file-prefix "tlla
 
 "$twinlane" --log-level warn gen -o in.pcap --link-rate "$rate" --duration "$duration" >gen.txt
 
-# schedstat.py PID OUT: until PID exits, every 10 ms, each lcore thread's /proc schedstat (run
+# schedstat.py PID OUT: until PID exits, every 20 ms, each lcore thread's /proc schedstat (run
 # ns, runqueue wait ns); OUT gets the last: how long the lcores were runnable but off their CPU
-# (on a shared machine, other processes' time slices). `timeout` is PID, twinlane its child.
+# (on a shared machine, other processes' time slices). `timeout` is PID, twinlane its child,
+# found once (a scan of /proc every poll took a CPU share the lcores lost on 2 vCPUs).
 cat >schedstat.py <<'PY'
 import json, os, sys, time
-pid, out, last = sys.argv[1], sys.argv[2], {}
+pid, out, last, child = sys.argv[1], sys.argv[2], {}, None
 while os.path.exists(f"/proc/{pid}"):
-    for child in os.listdir("/proc"):
-        try:
-            if not child.isdigit() or open(f"/proc/{child}/stat").read().split()[3] != pid:
-                continue
+    try:
+        if child is None:
+            child = next((c for c in os.listdir("/proc") if c.isdigit() and
+                          open(f"/proc/{c}/stat").read().split()[3] == pid), None)
+        if child is not None:
             for tid in os.listdir(f"/proc/{child}/task"):
                 comm = open(f"/proc/{child}/task/{tid}/comm").read().strip()
                 run_ns, wait_ns = open(f"/proc/{child}/task/{tid}/schedstat").read().split()[:2]
                 last[comm if comm != "twinlane" else "lcore-main"] = [int(run_ns), int(wait_ns)]
-        except (OSError, IndexError, ValueError):
-            pass
-    time.sleep(0.01)
+    except (OSError, IndexError, ValueError):
+        pass
+    time.sleep(0.02)
 json.dump(last, open(out, "w"))
 PY
 
