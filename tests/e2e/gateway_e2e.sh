@@ -23,6 +23,8 @@
 #   E2E_RATE_MBIT (default 300), E2E_SECONDS (bulk run per set-up, default 12),
 #   E2E_ONLY="kernel-prio kernel-fifo" to run a subset (then fewer checks apply),
 #   E2E_KEEP=1 keeps the logs, policies and reports in /tmp/twinlane-e2e.*.
+#   E2E_XDP_ARGS=,busy_budget=0 appends devargs to the AF_XDP ports (that one turns off the
+#   driver's preferred busy polling: see README.md, End to end).
 # Exit: 0 all checks passed, 1 a check failed, 77 skipped (not root, tools missing).
 set -uo pipefail
 
@@ -226,8 +228,8 @@ kernel_teardown() {
 write_policy() {  # write_policy FILE twinlane|fifo MODE
     local file=$1 kind=$2 mode=$3 dev0 dev1
     if [ "$mode" = af_xdp ]; then
-        dev0="net_af_xdp0,iface=veth-gw0,start_queue=0,queue_count=1,xdp_prog=$XDP_OBJ"
-        dev1="net_af_xdp1,iface=veth-gw1,start_queue=0,queue_count=1,xdp_prog=$XDP_OBJ"
+        dev0="net_af_xdp0,iface=veth-gw0,start_queue=0,queue_count=1,xdp_prog=$XDP_OBJ${E2E_XDP_ARGS:-}"
+        dev1="net_af_xdp1,iface=veth-gw1,start_queue=0,queue_count=1,xdp_prog=$XDP_OBJ${E2E_XDP_ARGS:-}"
     else
         dev0="net_af_packet0,iface=veth-gw0,qpairs=1,qdisc_bypass=1"
         dev1="net_af_packet1,iface=veth-gw1,qpairs=1,qdisc_bypass=1"
