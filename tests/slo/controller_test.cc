@@ -51,6 +51,18 @@ WindowMeasurement met(uint64_t percentile_ns, uint64_t in_bps) {
     return m;
 }
 
+// A window at risk (queueing delay at twice the target) pressed by a heavy flow (hash 10, 50 KB
+// this window, 5x the mean) while the class arrives above its 9G service rate.
+Pressure heavy_pressure() {
+    Pressure p;
+    p.delay_ns = 2 * kTargetNs;
+    p.flow = {10, 0, 50'000};
+    p.mean_flow_bytes = 10'000;
+    p.arrival_bps = 10 * kG;
+    p.service_bps = 9 * kG;
+    return p;
+}
+
 TEST(SloController, MissedWithTheCapBindingDoublesTheCapUpToItsMax) {
     Controller c(spec(), 3 * kG);
     // Arrivals at 4G on a 3G cap: doubling (6G) covers 4G / 0.95.
@@ -281,12 +293,7 @@ TEST(SloController, AReturnUndoneWithinTheQuietPeriodBacksReturnsOff) {
     EXPECT_TRUE(c.on_window(m).empty());
     EXPECT_EQ(c.on_window(m).restore.count, 1u);  // quiet for 2 windows: back
     // At once pressure downgrades it again: the return was undone, returns back off.
-    Pressure p;
-    p.delay_ns = 2 * kTargetNs;
-    p.flow = {10, 0, 50'000};
-    p.mean_flow_bytes = 10'000;
-    p.arrival_bps = 10 * kG;
-    p.service_bps = 9 * kG;
+    const Pressure p = heavy_pressure();
     EXPECT_EQ(c.on_pressure(p).downgrade.count, 1u);
     EXPECT_EQ(c.return_backoff(), 1u);
     // Now it needs 4 quiet windows.
@@ -310,12 +317,7 @@ TEST(SloController, AReturnUndoneWithinTheQuietPeriodBacksReturnsOff) {
 
 TEST(SloController, EverythingDowngradedFittingReturnsDespiteTheBackoff) {
     Controller c(spec(), 9 * kG);
-    Pressure p;
-    p.delay_ns = 2 * kTargetNs;
-    p.flow = {10, 0, 50'000};
-    p.mean_flow_bytes = 10'000;
-    p.arrival_bps = 10 * kG;
-    p.service_bps = 9 * kG;
+    const Pressure p = heavy_pressure();
     const std::vector<FlowLoad> down = {{10, 0, 50'000}, {11, 0, 60'000}};
     WindowMeasurement m = met(30'000, 1 * kG);
     m.service_bps = 9 * kG;
@@ -369,12 +371,7 @@ TEST(SloController, FlowsReturningOnceDrainedBelowTakeTheirRoom) {
 
 TEST(SloController, FlowsThatSentNothingReturnAfterThePlainQuietPeriod) {
     Controller c(spec(), 9 * kG);
-    Pressure p;
-    p.delay_ns = 2 * kTargetNs;
-    p.flow = {10, 0, 50'000};
-    p.mean_flow_bytes = 10'000;
-    p.arrival_bps = 10 * kG;
-    p.service_bps = 9 * kG;
+    const Pressure p = heavy_pressure();
     const std::vector<FlowLoad> down = {{10, 0, 50'000}};
     WindowMeasurement m = met(30'000, 1 * kG);
     m.service_bps = 9 * kG;
