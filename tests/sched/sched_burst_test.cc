@@ -283,9 +283,9 @@ TEST(SchedBurstTest, LoneRunAcrossQuantaLeavesTheDeficitsOfSingleDequeues) {
         spec.max_packet_bytes = 1000;
         spec.nodes = {testing::make_node("port", NodeKind::drr),
                       testing::make_node("mid", NodeKind::drr, "port"),
-                      testing::make_leaf("a", NodeKind::fifo, "mid"),
-                      testing::make_leaf("b", NodeKind::fifo, "mid"),
-                      testing::make_leaf("c", NodeKind::fifo, "port")};
+                      testing::make_leaf("a", NodeKind::fifo, "mid", 64),
+                      testing::make_leaf("b", NodeKind::fifo, "mid", 64),
+                      testing::make_leaf("c", NodeKind::fifo, "port", 64)};
         spec.nodes[1].weight = 1 + trial % 3;
         if (trial % 5 == 0) spec.nodes[0].shaper = {8'000'000'000, 3000};  // 3 packets of tokens
         std::unique_ptr<Scheduler> burst = testing::build_or_fail(spec);
