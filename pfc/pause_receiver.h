@@ -8,7 +8,9 @@
 // Watchdog, as switches have it: a priority paused without a break for longer than
 // `storm_detect_ns` is in a storm: pauses for it are ignored from then on (its packets are
 // dropped or forwarded, by policy: the caller's part) until `storm_restore_ns` pass without a
-// pause frame for it. Pure, explicit time; one owner.
+// pause frame for it. Pure, explicit time; one owner. A frame's time may be later than the next
+// tick's (realtime: the RX lcore stamps it, the egress lcore ticks with the time it read before
+// taking the frame): time spans saturate at 0 rather than wrap.
 #pragma once
 
 #include <algorithm>
@@ -65,12 +67,12 @@ class PauseReceiver {
                 changed = true;
             }
             if (!s.storm && s.until_ns != 0 && watchdog_.storm_detect_ns != 0 &&
-                now_ns - s.since_ns >= watchdog_.storm_detect_ns) {
+                span(s.since_ns, now_ns) >= watchdog_.storm_detect_ns) {
                 close(s, now_ns);
                 s.storm = true;
                 ++s.storms;
                 changed = true;
-            } else if (s.storm && now_ns - s.last_pause_ns >= watchdog_.storm_restore_ns) {
+            } else if (s.storm && span(s.last_pause_ns, now_ns) >= watchdog_.storm_restore_ns) {
                 s.storm = false;
                 changed = true;
             }
@@ -102,11 +104,14 @@ class PauseReceiver {
         uint64_t storms = 0;
         bool storm = false;
     };
+    static uint64_t span(uint64_t from_ns, uint64_t to_ns) {
+        return to_ns > from_ns ? to_ns - from_ns : 0;
+    }
     static bool is_paused(const State& s, uint64_t now_ns) {
         return s.until_ns != 0 && now_ns < s.until_ns;
     }
     static void close(State& s, uint64_t end_ns) {
-        s.paused_ns += end_ns > s.since_ns ? end_ns - s.since_ns : 0;
+        s.paused_ns += span(s.since_ns, end_ns);
         s.until_ns = 0;
     }
 

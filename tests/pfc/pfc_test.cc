@@ -245,5 +245,24 @@ TEST(PfcReceiver, WatchdogDetectsAStormAndRestores) {
     EXPECT_EQ(ok.storms(3), 0u);
 }
 
+// Realtime: the RX lcore stamps a frame after the egress lcore read the time it ticks with, so
+// a tick can come earlier than the frame it follows. That is no storm (the span wrapped once:
+// a 102 ms pause became a storm at once and its priority's packets were dropped), and a storm
+// does not end early either.
+TEST(PfcReceiver, ATickBeforeTheFramesTimeIsNoStorm) {
+    PauseReceiver r(100'000'000ULL, Watchdog{50'000'000, 200'000'000, StormAction::drop});
+    r.on_frame(pause(3, 20000), 1'000'500);  // 102.4 ms at 100 Mbit/s
+    EXPECT_FALSE(r.tick(1'000'000));
+    EXPECT_FALSE(r.storm(3));
+    EXPECT_EQ(r.paused_until(3), 1'000'500u + 102'400'000);
+    EXPECT_EQ(r.paused_ns(3, 1'000'000), 0u);
+    EXPECT_TRUE(r.tick(1'000'500 + 50'000'000));  // a storm after 50 ms without a break
+    EXPECT_TRUE(r.storm(3));
+    const uint64_t stormed_at = 1'000'500 + 50'000'000;
+    r.on_frame(pause(3, 20000), stormed_at + 10'000'000);
+    EXPECT_FALSE(r.tick(stormed_at + 9'000'000));  // earlier than that frame: still storming
+    EXPECT_TRUE(r.storm(3));
+}
+
 }  // namespace
 }  // namespace twinlane::pfc
