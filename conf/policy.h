@@ -56,8 +56,8 @@ struct PortPolicy {
     uint16_t tx_descriptors = 1024;
     uint16_t mtu = 1500;           // L3 MTU; frames are up to max_frame_bytes()
     uint64_t tx_budget_bytes = 0;  // max bytes handed to the NIC TX ring and not yet sent
-    // What one rx_burst / tx_burst call on this port should take at most (its burst is sized to
-    // fit: dataplane/burst_sizer.h); 0: always full bursts.
+    // What one rx_burst call on this port should take at most (its burst is sized to fit:
+    // dataplane/burst_sizer.h); 0: always full bursts.
     uint64_t burst_time_ns = 5'000;
     uint32_t mempool_mbufs = 8191;
     PortPfc pfc;

@@ -11,6 +11,7 @@
 
 #include "dataplane/memory_check.h"
 #include "dataplane/port.h"
+#include "dataplane/tsc_clock.h"
 
 namespace twinlane::dataplane {
 namespace {
@@ -34,8 +35,7 @@ std::vector<uint8_t> lane_order(const conf::CompiledEgress& egress) {
 
 // The port's burst_time in TSC cycles (0: full bursts always).
 uint64_t burst_cycles(const conf::PortPolicy& port) {
-    return static_cast<uint64_t>(static_cast<double>(port.burst_time_ns) *
-                                 static_cast<double>(rte_get_tsc_hz()) / 1e9);
+    return TscClock(0, rte_get_tsc_hz()).tsc_for_ns(port.burst_time_ns);
 }
 
 }  // namespace

@@ -44,6 +44,13 @@ twinlane=$(realpath "$twinlane")
 runs=${RUNS:-3}
 duration=${DURATION:-200ms}
 rate=${RATE:-10G}
+# The port rate in bit/s, parsed once for the policies and the goal line.
+rate_bps=$(python3 -c '
+import re, sys
+m = re.fullmatch(r"([0-9.]+)([KMGT]?)", sys.argv[1])
+if not m: sys.exit(f"RATE={sys.argv[1]}: not a rate like 10G")
+print(int(float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m.group(2)]))
+' "$rate")
 for arg in "${@:2}"; do
     case $arg in
         --benchmark_min_time=*) runs=1 duration=50ms ;;
@@ -84,19 +91,19 @@ PY
 
 # policy KIND LCORES: policy-KIND-LCORES.yaml (KIND twinlane | fifo).
 policy() {
-    python3 - "$1" "$2" "$here/../conf/default.yaml" "$rate" <<'PY'
+    python3 - "$1" "$2" "$here/../conf/default.yaml" "$rate" "$rate_bps" <<'PY'
 import sys, yaml
-kind, lcores, default, rate = sys.argv[1:5]
+kind, lcores, default, rate, rate_bps = *sys.argv[1:5], int(sys.argv[5])
 p = yaml.safe_load(open(default))
 p["ports"] = [
     {"name": "in", "device": "net_pcap0,rx_pcap=in.pcap", "rate": rate, "mtu": 9000},
     {"name": "out", "device": "net_null1", "rate": rate, "mtu": 9000},
 ]
-for port in p["ports"]:
-    # The default 20 us TX budget holds less than one 9018 B frame below 3.6G: one frame's time.
-    bps = float(port["rate"][:-1]) * {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[port["rate"][-1]]
-    if 9018 * 8 / bps * 1e6 > 20:
-        port["tx_budget"] = f"{int(9018 * 8 / bps * 1e6) + 1}us"
+# The default 20 us TX budget holds less than one 9018 B frame below 3.6G: one frame's time.
+frame_us = 9018 * 8 / rate_bps * 1e6
+if frame_us > 20:
+    for port in p["ports"]:
+        port["tx_budget"] = f"{int(frame_us) + 1}us"
 p["forwarding"] = [{"from": "in", "to": "out"}]
 p["lcores"] = yaml.safe_load(lcores)
 p["metrics"] = {"enabled": False}
@@ -131,13 +138,10 @@ for n in $(seq "$runs"); do
     done
 done
 
-python3 - "$runs" "${SUMMARY:-}" "$duration" "$rate" <<'PY'
-import json, re, statistics, sys
+python3 - "$runs" "${SUMMARY:-}" "$duration" "$rate" "$rate_bps" <<'PY'
+import json, statistics, sys
 runs, summary_path, duration, rate_text = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-unit = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-m = re.fullmatch(r"([0-9.]+)([KMGT])", rate_text)
-RATE = float(m.group(1)) * unit[m.group(2)] if m else float(rate_text)
-FRAME_US = (9000 + 18) * 8 / RATE * 1e6  # one maximum frame (mtu 9000) at the port rate
+FRAME_US = (9000 + 18) * 8 / int(sys.argv[5]) * 1e6  # one maximum frame (mtu 9000) at the port rate
 GOAL_US = FRAME_US + 10
 LAYOUTS = {"single": "run to completion (1 lcore)", "auto": "RX lcore + scheduler lcore"}
 out, rows = {"goal_p99_us": GOAL_US, "cases": []}, {}
