@@ -238,11 +238,8 @@ int Daemon::report() {
     report.port_nic = nic_counters(p);
     for (const conf::ClassPolicy& cls : p.policy->classes)
         report.class_names.push_back(cls.name);
-    report.lcore_roles = roles_;
-    for (const auto& ctx : p.lcores) {
-        report.lcore_ids.push_back(ctx->lcore);
-        report.lcore_loops.push_back(loop_snapshot(*ctx->counters));
-    }
+    for (size_t i = 0; i < p.lcores.size(); ++i)  // roles_ as p.lcores
+        report.lcores.push_back({p.lcores[i]->lcore, roles_[i], loop_snapshot(*p.lcores[i]->counters)});
     report.counters = snapshot(counter_blocks(p), static_cast<uint32_t>(p.policy->ports.size()),
                                static_cast<uint32_t>(p.policy->classes.size()));
     report.queued = still_queued(p);

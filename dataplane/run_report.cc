@@ -46,10 +46,10 @@ nlohmann::json pfc_json(const RunReport& r) {
 // Per lcore: its role and how long its busy passes took (the loop's share of RX->TX latency).
 nlohmann::json loops_json(const RunReport& r) {
     nlohmann::json out = nlohmann::json::array();
-    for (size_t i = 0; i < r.lcore_loops.size(); ++i) {
-        const LoopSnapshot& s = r.lcore_loops[i];
-        out.push_back({{"lcore", r.lcore_ids[i]},
-                       {"role", r.lcore_roles[i]},
+    for (const RunReport::Lcore& l : r.lcores) {
+        const LoopSnapshot& s = l.loop;
+        out.push_back({{"lcore", l.id},
+                       {"role", l.role},
                        {"busy_passes", s.busy_passes},
                        {"pass_p50_ns", s.percentile_ns(kP50Ppm)},
                        {"pass_p99_ns", s.percentile_ns(kP99Ppm)},
@@ -64,6 +64,8 @@ nlohmann::json to_json(const RunReport& r) {
     nlohmann::json drops = nlohmann::json::object();
     for (uint32_t d = 0; d < kDropCauseCount; ++d)
         drops[to_string(static_cast<DropCause>(d))] = c.drops[d];
+    nlohmann::json roles = nlohmann::json::array();
+    for (const RunReport::Lcore& l : r.lcores) roles.push_back(l.role);
     nlohmann::json ports = nlohmann::json::array();
     for (size_t p = 0; p < c.ports.size(); ++p) {
         const auto& s = c.ports[p];
@@ -113,7 +115,7 @@ nlohmann::json to_json(const RunReport& r) {
         {"ports", ports},
         {"classes", classes},
         {"pfc", pfc_json(r)},
-        {"lcores", r.lcore_roles},
+        {"lcores", roles},
         {"loops", loops_json(r)},
         {"cycles_per_packet",
          {{"rx_classify", per_packet(st[0], st[1])},
@@ -193,10 +195,10 @@ void print_report(const RunReport& r, bool json) {
     const auto& st = c.stages;
     std::printf("\n  cycles/packet: rx+classify %.1f, sched enqueue %.1f, dequeue+tx %.1f\n",
                 per_packet(st[0], st[1]), per_packet(st[2], st[3]), per_packet(st[4], st[5]));
-    for (size_t i = 0; i < r.lcore_roles.size(); ++i) {
-        std::printf("  %s\n", r.lcore_roles[i].c_str());
-        if (i >= r.lcore_loops.size() || r.lcore_loops[i].busy_passes == 0) continue;
-        const LoopSnapshot& s = r.lcore_loops[i];
+    for (const RunReport::Lcore& l : r.lcores) {
+        std::printf("  %s\n", l.role.c_str());
+        if (l.loop.busy_passes == 0) continue;
+        const LoopSnapshot& s = l.loop;
         std::printf("    busy passes %llu: p50 %.1f us, p99 %.1f, p99.9 %.1f, max %.1f\n",
                     static_cast<unsigned long long>(s.busy_passes), us(s.percentile_ns(kP50Ppm)),
                     us(s.percentile_ns(kP99Ppm)), us(s.percentile_ns(kP999Ppm)), us(s.max_ns));

@@ -28,9 +28,12 @@ struct RunReport {
     std::vector<std::string> port_devices;
     std::vector<NicCounters> port_nic;    // by policy port index
     std::vector<std::string> class_names;  // by class id
-    std::vector<std::string> lcore_roles;  // e.g. "lcore 1: rx west/0; sched east"
-    std::vector<uint32_t> lcore_ids;       // as lcore_roles
-    std::vector<LoopSnapshot> lcore_loops;  // as lcore_roles: each loop's busy passes
+    struct Lcore {
+        uint32_t id = 0;
+        std::string role;  // e.g. "lcore 1: rx west/0; sched east"
+        LoopSnapshot loop;  // its busy passes
+    };
+    std::vector<Lcore> lcores;
     CounterSnapshot counters;
     uint64_t queued = 0;  // still inside the pipeline after shutdown (0 when it completed)
     double elapsed_s = 0;
