@@ -3,7 +3,9 @@
 # at 110% of a 10G egress, inference 5%, twinlane's default tree against one FIFO, run to
 # completion and across two lcores. Checks what holds on a loaded 2-core machine too:
 #   - every run balances: rx = tx + dropped + queued, and inference packets were sent;
-#   - run to completion, inference p99 behind the strict lane is at least 5x below the FIFO's
+#   - run to completion, when the FIFO queued (its p99 at least 20x its loop passes' p99: a
+#     machine that reads the trace below 10G builds no queue, and then says so instead),
+#     inference p99 behind the strict lane is at least 5x below the FIFO's
 #     (measured 170-540x with RX bursts sized to burst_time: 55-70 us against the FIFO's
 #     12-30 ms of queued link time; a preempted lcore delays only the burst in hand, so load
 #     does not close the gap).
@@ -24,8 +26,16 @@ for case in s["cases"]:
     for r in case["runs"]:
         assert r["balanced"], (case["layout"], case["policy"], r)
         assert r["packets"] > 100, (case["layout"], case["policy"], r)
+ratios = ", ".join(f"{k} {v:.0f}x" for k, v in s["ratio_p99"].items())
+fifo = next(c for c in s["cases"] if c["layout"] == "single" and c["policy"] == "fifo")["runs"][0]
+# The comparison needs a queue: the FIFO's p99 far above its own loop passes. A machine that
+# reads the trace below the port's rate (sanitizers, other tenants: 5.3 Gbit/s seen) builds
+# none, and then there is nothing to isolate inference from.
+if fifo["p99"] < 20 * max(l["p99"] for l in fifo["loops"].values()):
+    print(f"PASS: balanced; the ratio not checked: the input ({fifo['input_gbps']:.1f} Gbit/s) "
+          f"did not queue the 10G egress (FIFO p99 {fifo['p99']:.1f} us); {ratios}")
+    sys.exit(0)
 ratio = s["ratio_p99"]["single"]
 assert ratio >= 5, f"run to completion: FIFO p99 only {ratio:.1f}x twinlane's"
-print("PASS: balanced; FIFO/twinlane inference p99 " +
-      ", ".join(f"{k} {v:.0f}x" for k, v in s["ratio_p99"].items()))
+print(f"PASS: balanced; FIFO/twinlane inference p99 {ratios}")
 PY
