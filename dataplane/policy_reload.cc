@@ -33,6 +33,10 @@ constexpr int kSignalPollMs = 50;
 void install_reload_handler() {
     struct sigaction sa {};
     sa.sa_handler = on_reload_signal;
+    // The signal may land on an lcore blocked in a read (net_pcap on a FIFO): restarted, the read
+    // completes; interrupted, libpcap would lose or split the frame it was reading.
+    // (SIGTERM interrupts on purpose: stop_signal.cc.)
+    sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGHUP, &sa, nullptr);
 }

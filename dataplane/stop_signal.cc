@@ -13,6 +13,8 @@ extern "C" void on_stop_signal(int) { g_stop.store(true, std::memory_order_relax
 void install_stop_handlers() {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
+    // No SA_RESTART: a stop must also wake an lcore blocked in a read (net_pcap on an idle
+    // FIFO). SIGHUP, which must not disturb the dataplane, restarts (policy_reload.cc).
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SIGTERM and SIGINT stop a run on endless input (net_null) cleanly: exit code 0, counters
-# printed and balanced, no mbuf leak (the binary itself fails on either).
+# printed and balanced, no mbuf leak (the binary itself fails on either). Then SIGHUP and SIGTERM
+# on a policy's run whose input is a FIFO that went quiet (net_pcap, the lcore blocked in its
+# read): the SIGHUP reloads and the run goes on, the SIGTERM still stops it.
 # Usage: stop_signal_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
-twinlane=$1
+twinlane=$(realpath "$1")
 
 for sig in TERM INT; do
     "$twinlane" --log-level info run --json -- "${EAL_BASE[@]}" -l 0 \
@@ -29,3 +31,43 @@ assert c["rx_packets"] == c["tx_packets"] + dropped + c["queued"], c
 PY
     echo "PASS: SIG$sig stopped the run with balanced counters"
 done
+
+# The quiet FIFO: the writer sends the pcap header and 3 frames, then holds the FIFO open.
+mkfifo "$WORK/in.fifo"
+python3 - "$WORK/in.fifo" <<'PY' &
+import struct, sys, time
+with open(sys.argv[1], "wb", buffering=0) as f:
+    f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    frame = bytes(14) + bytes(50)
+    for i in range(3):
+        f.write(struct.pack("<IIII", 1, i, len(frame), len(frame)) + frame)
+    time.sleep(30)
+PY
+writer=$!
+sed -e "s#WORK#$WORK#g" -e "s/METRICS/false/" "$(dirname "$0")/hitless_a.yaml" >"$WORK/policy.yaml"
+cd "$WORK"
+"$twinlane" run --json --idle-exit never -c policy.yaml -- "${EAL_BASE[@]}" \
+    --lcores '0@(0-1),1@(0-1)' >counters.json 2>log.txt &
+pid=$!
+for _ in $(seq 100); do
+    [ -S twinlane.sock ] && break
+    sleep 0.1
+done
+[ -S twinlane.sock ] || fail "the run on the FIFO did not start: $(cat log.txt)"
+sleep 0.5
+kill -HUP "$pid"
+sleep 0.5
+kill -0 "$pid" || fail "SIGHUP ended the run on a quiet FIFO"
+kill -TERM "$pid"
+timeout 10 tail --pid="$pid" -f /dev/null || fail "SIGTERM did not stop the run on a quiet FIFO within 10 s"
+rc=0
+wait "$pid" || rc=$?
+kill "$writer" 2>/dev/null || true
+[ "$rc" -eq 0 ] || fail "exit code $rc after SIGTERM on a quiet FIFO: $(tail -5 log.txt)"
+grep -q "reloaded (SIGHUP)" log.txt || fail "the SIGHUP was not applied: $(tail -5 log.txt)"
+python3 - counters.json <<'PY' || fail "counters after SIGTERM on a quiet FIFO: $(cat counters.json)"
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["rx_packets"] == 3 and c["tx_packets"] == 3, c
+PY
+echo "PASS: on a quiet FIFO, SIGHUP kept the run and SIGTERM stopped it"
