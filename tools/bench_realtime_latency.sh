@@ -18,9 +18,15 @@
 # the lcore in read() for up to 2 s once the page cache dropped it). net_pcap does not pace by
 # the timestamps: it delivers the trace as fast as the RX lcore polls, one read() per frame, so
 # the input runs at the lcore's reading speed (input Gbit/s below), and frame sizes that read
-# faster (inference's) arrive closer together than on a wire. TX goes to net_null: a NIC's TX
-# costs tens of cycles per frame, net_pcap's writes to a file thousands (it linearises and
-# copies every jumbo frame on the lcore), which is not the pipeline's cost. The default-like
+# faster (inference's) arrive closer together than on a wire. Below 10G the input therefore
+# overloads the port whatever the trace's loads. With RATE=2.5G and no training (7% of the link
+# offered), the 200 ms trace (4.4 MB) was served in 17 ms, 14 of them the drain at 2.5G, so it
+# was read in about 3.5 ms, 4x the port's rate (inferred, not timed). Inference waited 1.5 ms
+# at p50 there, where replay of the same loads spread evenly over 18 ms gives 5 us: the input's
+# burst, not the pipeline's. Input Gbit/s, over the serving time, then includes the drain.
+# TX goes to net_null: a NIC's TX costs tens of cycles per frame, net_pcap's writes to a file
+# thousands (it linearises and copies every jumbo frame on the lcore), which is not the
+# pipeline's cost. The default-like
 # policy is conf/default.yaml's tree and classifier with these two ports (mtu 9000, the
 # default 20 us tx_budget and 5 us burst_time); the FIFO policy is one class `all` in one fifo
 # leaf (the default 1024 packets / 4 MiB limit). In a FIFO every packet waits in the same
