@@ -33,8 +33,10 @@ PY
 done
 
 # The quiet FIFO: the writer sends the pcap header and 3 frames, then holds the FIFO open.
-mkfifo "$WORK/in.fifo"
-python3 - "$WORK/in.fifo" <<'PY' &
+# (lib.sh's start_daemon, and its cleanup that kills the writer and the daemon on any exit.)
+cd "$WORK"
+mkfifo in.fifo
+python3 - in.fifo <<'PY' &
 import struct, sys, time
 with open(sys.argv[1], "wb", buffering=0) as f:
     f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
@@ -43,29 +45,22 @@ with open(sys.argv[1], "wb", buffering=0) as f:
         f.write(struct.pack("<IIII", 1, i, len(frame), len(frame)) + frame)
     time.sleep(30)
 PY
-writer=$!
-sed -e "s#WORK#$WORK#g" -e "s/METRICS/false/" "$(dirname "$0")/hitless_a.yaml" >"$WORK/policy.yaml"
-cd "$WORK"
-"$twinlane" run --json --idle-exit never -c policy.yaml -- "${EAL_BASE[@]}" \
-    --lcores '0@(0-1),1@(0-1)' >counters.json 2>log.txt &
-pid=$!
-for _ in $(seq 100); do
-    [ -S twinlane.sock ] && break
-    sleep 0.1
-done
-[ -S twinlane.sock ] || fail "the run on the FIFO did not start: $(cat log.txt)"
+stream_writer=$!
+sed -e "s#WORK#$WORK#g" -e "s/METRICS/false/" "$INTEGRATION_DIR/hitless_a.yaml" >policy.yaml
+start_daemon "$twinlane" --json --idle-exit never -c policy.yaml -- "${EAL_BASE[@]}" \
+    --lcores '0@(0-1),1@(0-1)'
 sleep 0.5
-kill -HUP "$pid"
+kill -HUP "$daemon"
 sleep 0.5
-kill -0 "$pid" || fail "SIGHUP ended the run on a quiet FIFO"
-kill -TERM "$pid"
-timeout 10 tail --pid="$pid" -f /dev/null || fail "SIGTERM did not stop the run on a quiet FIFO within 10 s"
+kill -0 "$daemon" || fail "SIGHUP ended the run on a quiet FIFO"
+kill -TERM "$daemon"
+timeout 10 tail --pid="$daemon" -f /dev/null || fail "SIGTERM did not stop the run on a quiet FIFO within 10 s"
 rc=0
-wait "$pid" || rc=$?
-kill "$writer" 2>/dev/null || true
-[ "$rc" -eq 0 ] || fail "exit code $rc after SIGTERM on a quiet FIFO: $(tail -5 log.txt)"
-grep -q "reloaded (SIGHUP)" log.txt || fail "the SIGHUP was not applied: $(tail -5 log.txt)"
-python3 - counters.json <<'PY' || fail "counters after SIGTERM on a quiet FIFO: $(cat counters.json)"
+wait "$daemon" || rc=$?
+daemon=""
+[ "$rc" -eq 0 ] || fail "exit code $rc after SIGTERM on a quiet FIFO: $(tail -5 daemon.log)"
+grep -q "reloaded (SIGHUP)" daemon.log || fail "the SIGHUP was not applied: $(tail -5 daemon.log)"
+python3 - report.json <<'PY' || fail "counters after SIGTERM on a quiet FIFO: $(cat report.json)"
 import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["rx_packets"] == 3 and c["tx_packets"] == 3, c
