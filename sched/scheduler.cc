@@ -728,7 +728,7 @@ struct Scheduler::EnqueueRun {
 };
 
 uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_ns,
-                            DroppedPacket* drops) __restrict__ {
+                            DroppedPacket* drops) {
     // Touch the burst's flow queues up front so their cache misses overlap (sched_bench, 64k
     // flows); a packet with an unknown leaf is skipped here and dropped below. A small flow
     // table stays in cache (sched_bench's 1024 flows: 32 KiB).

@@ -79,7 +79,7 @@ public:
     // Admits `count` packets or drops them; returns count minus the drops written to `drops`
     // (room for `count`). A drop is the arrival, or, in a full fq leaf, a queued packet of a
     // fatter flow pushed out for it (`fq_overflow`): the arrival is queued in its place.
-    uint32_t enqueue(const Packet* packets, uint32_t count, uint64_t now_ns, DroppedPacket* drops) __restrict__;
+    uint32_t enqueue(const Packet* packets, uint32_t count, uint64_t now_ns, DroppedPacket* drops);
     // Up to max_packets packets, in exactly the order (and with exactly the state changes) of
     // as many single-packet dequeues at the same now_ns. Same as dequeue_burst without a budget.
     DequeueResult dequeue(Packet* out, uint32_t max_packets, uint64_t now_ns, DroppedPacket* drops,
