@@ -28,7 +28,7 @@ metrics_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1"
 prefix="tl-live-$$"
 EAL=("${EAL_BASE[@]}" --lcores '0@(0-1),1@(0-1)' --file-prefix "$prefix")
 
-start_stream 100
+start_stream 200
 start_daemon "$twinlane" --json --idle-exit never --lane-ring-slots 32768 --metrics-port "$metrics_port" \
     -c policy.yaml -- "${EAL[@]}"
 ctl() { timeout 60 "$twinlanectl" -s "$WORK/twinlane.sock" --timeout 30s "$@"; }
@@ -112,9 +112,12 @@ ctl rules add "{name: probe, priority: 5, match: {proto: udp, dst_port: 7777}, a
 ctl class set inference rate 2M >/dev/null || fail "class set inference rate 2M"
 ctl class set training limit_packets 1 >/dev/null || fail "class set training limit_packets 1"
 # Until probe frames have pushed out a few packets (10 probe frames a second; how many find the
-# leaf full depends on the lcores' timing), at most 20 s.
+# leaf full depends on the lcores' timing): at most 20 s once the leaf has drained what it held
+# under its old limit (up to 40000 packets, ~4 s at the port's 100M, far longer when a busy
+# machine starves the lcores), and 120 s in all.
 overflows=0
-for _ in $(seq 40); do
+drained_at=""
+for i in $(seq 240); do
     sleep 0.5
     if ! kill -0 "$daemon" 2>/dev/null; then
         rc=0
@@ -123,11 +126,18 @@ for _ in $(seq 40); do
         fail "daemon exited $rc after limit_packets 1: $(tail -5 daemon.log)"
     fi
     ctl -j stats classes >tiny.json || fail "stats classes after limit_packets 1"
-    overflows=$(python3 -c 'import json, sys
-print(next(c for c in json.load(open(sys.argv[1])) if c["name"] == "training")["queue"]["drops"]["fq_overflow"])' tiny.json)
+    read -r overflows depth < <(python3 -c 'import json, sys
+q = next(c for c in json.load(open(sys.argv[1])) if c["name"] == "training")["queue"]
+print(q["drops"]["fq_overflow"], q["depth_packets"])' tiny.json)
     [ "$overflows" -ge 5 ] && break
+    [ -z "$drained_at" ] && [ "$depth" -le 1 ] && drained_at=$i
+    [ -n "$drained_at" ] && [ $((i - drained_at)) -ge 40 ] && break
 done
-[ "$overflows" -ge 5 ] || fail "no probe frame pushed out a training packet in 20 s: $(cat tiny.json)"
+if [ "$overflows" -lt 5 ]; then
+    waited="20 s after the leaf drained"
+    [ -n "$drained_at" ] || waited="120 s (the leaf never drained to 1 packet)"
+    fail "no probe frame pushed out a training packet in $waited: $(cat tiny.json)"
+fi
 sleep 1  # the daemon died within a second of such a push-out
 kill -0 "$daemon" 2>/dev/null || fail "daemon died after limit_packets 1: $(tail -5 daemon.log)"
 echo "limit_packets 1: training fq_overflow $overflows, daemon running"
