@@ -278,6 +278,7 @@ void admit_local(EgressTask& e, const Burst& burst, rte_mbuf* const* pkts,
                                                          source, e.scratch_packets,
                                                          e.scratch_drops, now_ns, e.governor.get());
     const uint32_t admitted = burst.admit(admission);
+    e.admitted_in_pass += admitted;
     c.stages.sched_enqueue_cycles.add(rte_rdtsc() - tsc);
     c.stages.sched_enqueue_packets.add(admitted);
 }
@@ -392,9 +393,11 @@ uint32_t admit_lanes(EgressTask& e, LcoreCounters& c, const PipelineShared& shar
     RingSource source{shared.meta_offset, now_ns, e.pfc_accounts, c};
     Admission sink(*e.scheduler, e.leaves, shared.lane_count, source, e.scratch_packets,
                    e.scratch_drops, now_ns, e.governor.get());
-    return LaneAdmission<rte_mbuf*, kBurst, RingLanes, Admission>(
-               lanes, sink, e.lane_order, shared.lane_count, e.arrival_scratch)
-        .round();
+    const uint32_t admitted = LaneAdmission<rte_mbuf*, kBurst, RingLanes, Admission>(
+                                  lanes, sink, e.lane_order, shared.lane_count, e.arrival_scratch)
+                                  .round();
+    e.admitted_in_pass += admitted;
+    return admitted;
 }
 
 // Offers `count` packets to the NIC; what it refuses is kept, in order, in e.held. The TX
@@ -511,6 +514,24 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
         }
     }
     return offer(e, out, info, static_cast<uint16_t>(n), c, shared, now_ns);
+}
+
+// One loop pass's TX for a port: bursts until as many packets have left as the pass admitted
+// (at least one burst), or the pacer's allowance, the tree or the NIC's ring runs out. A pass
+// admits up to a burst per lane ring: sending only one burst back would, under overload, fill
+// the leaves and spend the lcore on admitting packets only to drop them at full leaves (cold
+// by then), instead of sending; the excess then waits in the lane rings, and the RX lcore
+// drops it there when they are full.
+uint32_t transmit_pass(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
+                       uint64_t now_ns) {
+    const uint32_t target = e.admitted_in_pass;
+    e.admitted_in_pass = 0;
+    uint32_t sent = 0;
+    for (;;) {
+        const uint16_t burst = transmit(e, c, shared, now_ns);
+        sent += burst;
+        if (burst < kBurst || sent >= target || e.held_count != 0) return sent;
+    }
 }
 
 // ---- The loop's own time ------------------------------------------------------------------
@@ -644,7 +665,7 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
             const uint64_t now_ns = shared.clock.ns(tx_tsc);
             if (e->pfc.enabled) [[unlikely]]
                 pfc_round(e->pfc, *e->scheduler, shared.all_counters, c, now_ns);
-            sent += transmit(*e, c, shared, now_ns);
+            sent += transmit_pass(*e, c, shared, now_ns);
         }
         if ((received | admitted | sent) != 0) {
             const uint64_t end_tsc = rte_rdtsc();

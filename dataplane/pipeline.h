@@ -103,6 +103,9 @@ struct EgressTask {
     // initialisers would zero 2 KiB per call (1.5% of a 64 B run).
     std::array<sched::Packet, kBurst> scratch_packets;
     std::array<sched::DroppedPacket, kBurst> scratch_drops;
+    // Packets admitted into the tree in the current loop pass: that pass's TX sends at least as
+    // many (pipeline.cc, transmit_pass).
+    uint32_t admitted_in_pass = 0;
     // Admission in arrival order after a class change (lane_admission.h): room for every lane
     // ring's capacity plus a burst, reserved before launch.
     ArrivalOrderScratch<rte_mbuf*> arrival_scratch;
