@@ -12,6 +12,7 @@
 #   QOS_SCHED_DIR=DIR            where qos_sched is built and cached (default BUILD_DIR/qos_sched)
 #   QOS_SCHED_SRC=DIR            its sources (default /usr/share/dpdk/examples/qos_sched)
 #   TWINLANE_RUN_ARGS="..."      more `twinlane run` options (e.g. --lane-ring-slots 8192)
+#   HUGE_DIR=/dev/hugepages      every program on hugepages from that hugetlbfs mount (default --no-huge)
 # A --benchmark_min_time argument (tools/test.sh passes one to every benchmark) makes it a brief
 # run: one run of 1 s per program and case, no warm-up beyond qos_sched's first second, no
 # testpmd column (tools/bench_dataplane.sh's brief run prints it). Exit 77 (meson: SKIP) with the
@@ -169,6 +170,10 @@ PY
 }
 
 eal_common=(--no-huge --no-pci --no-shconf -m 512 --log-level=error)
+# HUGE_DIR=/dev/hugepages (a hugetlbfs mount with 256+ free 2 MiB pages): all programs on
+# hugepages, the production setup, instead of --no-huge (unlinked after init: nothing is left
+# in the mount).
+[ -n "${HUGE_DIR:-}" ] && eal_common=(--huge-dir "$HUGE_DIR" --huge-unlink "${eal_common[@]:1}")
 
 # ---- qos_sched -------------------------------------------------------------------------------
 # The profile: one subport, 1024 pipes of one profile, 64 packets per queue (the example's
