@@ -126,9 +126,11 @@ for i in $(seq 240); do
         fail "daemon exited $rc after limit_packets 1: $(tail -5 daemon.log)"
     fi
     ctl -j stats classes >tiny.json || fail "stats classes after limit_packets 1"
-    read -r overflows depth < <(python3 -c 'import json, sys
+    counts=$(python3 -c 'import json, sys
 q = next(c for c in json.load(open(sys.argv[1])) if c["name"] == "training")["queue"]
-print(q["drops"]["fq_overflow"], q["depth_packets"])' tiny.json)
+print(q["drops"]["fq_overflow"], q["depth_packets"])' tiny.json) ||
+        fail "training's queue is not in stats classes: $(cat tiny.json)"
+    read -r overflows depth <<<"$counts"
     [ "$overflows" -ge 5 ] && break
     [ -z "$drained_at" ] && [ "$depth" -le 1 ] && drained_at=$i
     [ -n "$drained_at" ] && [ $((i - drained_at)) -ge 40 ] && break
