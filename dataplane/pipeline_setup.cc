@@ -1,6 +1,7 @@
 #include "dataplane/pipeline_setup.h"
 
 #include <rte_cycles.h>
+#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -72,15 +73,33 @@ bool create_pools(Pipeline& p, std::string& error) {
     std::map<int, uint64_t> mbufs;
     for (size_t i = 0; i < p.policy->ports.size(); ++i)
         mbufs[socket_of(p.dpdk_ports[i])] += p.policy->ports[i].mempool_mbufs;
+    // The pool's store is LIFO ("stack") unless EAL's --mbuf-pool-ops-name says otherwise:
+    // across lcores, buffers freed by TX return to RX through that store, and a FIFO ring
+    // would cycle through the whole pool, so every RX write (net_pcap's and AF_XDP copy mode's
+    // copies, the header) would miss the cache. The store is touched once per mempool-cache
+    // refill or flush, not per packet.
+    const char* user_ops = rte_eal_mbuf_user_pool_ops();
     for (const auto& [socket, count] : mbufs) {
         const std::string name = "twinlane_s" + std::to_string(socket);
-        rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), static_cast<unsigned>(count), 256,
-                                                    0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+        const auto n = static_cast<unsigned>(count);
+        rte_mempool* pool = nullptr;
+        if (user_ops == nullptr) {
+            pool = rte_pktmbuf_pool_create_by_ops(name.c_str(), n, 256, 0,
+                                                  RTE_MBUF_DEFAULT_BUF_SIZE, socket, "stack");
+            if (pool == nullptr)
+                spdlog::warn("mbuf pool {}: no LIFO store ({}), using DPDK's default", name,
+                             rte_strerror(rte_errno));
+        }
+        if (pool == nullptr)
+            pool = rte_pktmbuf_pool_create(name.c_str(), n, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                           socket);
         if (pool == nullptr) {
             error = "cannot create a pool of " + std::to_string(count) + " mbufs on socket " +
                     std::to_string(socket) + ": " + rte_strerror(rte_errno);
             return false;
         }
+        spdlog::info("mbuf pool {}: {} mbufs on socket {}, store {}", name, n, socket,
+                     rte_mempool_get_ops(pool->ops_index)->name);
         p.pools[socket].reset(pool);
     }
     return true;

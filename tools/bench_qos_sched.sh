@@ -11,6 +11,8 @@
 #   QOS_SCHED_BSZ="64,64,32,64"  qos_sched's --bsz (RX read, ring/enqueue, dequeue, TX write)
 #   QOS_SCHED_DIR=DIR            where qos_sched is built and cached (default BUILD_DIR/qos_sched)
 #   QOS_SCHED_SRC=DIR            its sources (default /usr/share/dpdk/examples/qos_sched)
+#   QOS_SCHED_EAL_ARGS="..."     more EAL options for qos_sched (e.g. --mbuf-pool-ops-name=stack,
+#                                the LIFO mbuf store twinlane's pools use)
 #   TWINLANE_RUN_ARGS="..."      more `twinlane run` options (e.g. --lane-ring-slots 8192)
 #   HUGE_DIR=/dev/hugepages      every program on hugepages from that hugetlbfs mount (default --no-huge)
 # A --benchmark_min_time argument (tools/test.sh passes one to every benchmark) makes it a brief
@@ -206,7 +208,7 @@ qos_sched_mpps() {  # qos_sched_mpps INPUT SIZE -> Mpps
     python3 - "$((warmup_rounds + 1))" "$seconds" "$((seconds + warmup_rounds + 40))" \
         "$work/qos_sched.txt" \
         env LD_PRELOAD="$qdir/link100g.so" stdbuf -oL "$qos_sched" "${eal_common[@]}" \
-        --file-prefix "$prefix-q" --lcores 0@0,1@1,2@0 --main-lcore 2 \
+        ${QOS_SCHED_EAL_ARGS:-} --file-prefix "$prefix-q" --lcores 0@0,1@1,2@0 --main-lcore 2 \
         --vdev="${dev[0]}" --vdev="${dev[1]}" -- \
         --pfc "0,1,0,1" --pfc "1,0,0,1" --mnc 2 --msz 16384 --bsz "$bsz" \
         --cfg "$work/profile.cfg" <<'PY'
