@@ -9,6 +9,7 @@
 #include "conf/check_command.h"
 #include "dataplane/replay_command.h"
 #include "dataplane/run_command.h"
+#include "dataplane/send_command.h"
 #include "dataplane/version.h"
 #include "replay/gen_command.h"
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     twinlane::conf::add_check_command(app);
     twinlane::replay::add_gen_command(app);
     twinlane::dataplane::add_replay_command(app, exit_code);
+    twinlane::dataplane::add_send_command(app, exit_code);
 
     // Memory is sized from the policy and checked against the machine where it is known up
     // front (flow tables, scheduler pools); whatever still fails to allocate ends with an error

@@ -30,6 +30,24 @@ bool find_port(const std::string& device_name, uint16_t& port_id, std::string& e
     return false;
 }
 
+bool find_port_or_nth(const std::string& device_name, uint16_t n, uint16_t& port_id,
+                      std::string& error) {
+    if (!device_name.empty()) return find_port(device_name, port_id, error);
+    uint16_t index = 0;
+    uint16_t id = 0;
+    RTE_ETH_FOREACH_DEV(id) {
+        if (index++ == n) {
+            port_id = id;
+            return true;
+        }
+    }
+    error = "need at least " + std::to_string(n + 1) + " DPDK port(s) (found " +
+            std::to_string(rte_eth_dev_count_avail()) +
+            "); pass devices after --, e.g. --vdev=net_pcap0,rx_pcap=in.pcap "
+            "--vdev=net_pcap1,tx_pcap=out.pcap";
+    return false;
+}
+
 bool start_port(uint16_t port_id, const PortSettings& settings, rte_mempool* pool,
                 std::string& error) {
     rte_eth_dev_info info{};

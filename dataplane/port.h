@@ -22,6 +22,11 @@ struct PortSettings {
 // Returns false and fills `error` when no such port was probed.
 bool find_port(const std::string& device_name, uint16_t& port_id, std::string& error);
 
+// `device_name`'s port, or with an empty name the `n`th probed port (from 0). Returns false
+// and fills `error` when there is no such port.
+bool find_port_or_nth(const std::string& device_name, uint16_t n, uint16_t& port_id,
+                      std::string& error);
+
 // Configures and starts `port_id` with RX queues fed from `pool`. On failure returns false
 // and fills `error` with the port's name and the reason.
 bool start_port(uint16_t port_id, const PortSettings& settings, rte_mempool* pool,

@@ -48,23 +48,8 @@ struct RunArgs {
 
 bool resolve(const std::string& name, uint16_t fallback_index, uint16_t& port_id) {
     std::string error;
-    if (!name.empty()) {
-        if (find_port(name, port_id, error)) return true;
-        spdlog::error("{}", error);
-        return false;
-    }
-    uint16_t index = 0;
-    uint16_t id = 0;
-    RTE_ETH_FOREACH_DEV(id) {
-        if (index++ == fallback_index) {
-            port_id = id;
-            return true;
-        }
-    }
-    spdlog::error(
-        "need at least two DPDK ports (found {}); pass devices after --, e.g. "
-        "--vdev=net_pcap0,rx_pcap=in.pcap --vdev=net_pcap1,tx_pcap=out.pcap",
-        rte_eth_dev_count_avail());
+    if (find_port_or_nth(name, fallback_index, port_id, error)) return true;
+    spdlog::error("{}", error);
     return false;
 }
 

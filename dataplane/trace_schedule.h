@@ -1,0 +1,50 @@
+// When each frame of a capture is due when it is sent again: at its recorded timing (`speed`
+// 1; 2 is twice as fast) and, with a link rate, no sooner than the link has carried the frames
+// before it (its wire bytes: the pcap length + 24 B of FCS, preamble and inter-frame gap). A
+// capture's timestamps record when sources sent, not what one ingress link can deliver: a
+// generated trace bursts far above any link, and a real ingress port never does. The first
+// frame is due at 0; a frame stamped before the first is due at once, so a capture whose clock
+// stepped back is sent in file order. Pure, in TSC ticks; used by `twinlane send`.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace twinlane::dataplane {
+
+inline constexpr uint32_t kWireOverheadBytes = 24;  // FCS 4 + preamble 8 + inter-frame gap 12
+
+class TraceSchedule {
+public:
+    // link_bps 0: no link limit.
+    TraceSchedule(uint64_t tsc_hz, double speed, uint64_t link_bps)
+        : tsc_per_trace_ns_(static_cast<double>(tsc_hz) / 1e9 / speed),
+          tsc_per_wire_byte_(link_bps == 0 ? 0.0 : static_cast<double>(tsc_hz) * 8 /
+                                                        static_cast<double>(link_bps)) {}
+
+    // The next frame's due time, in ticks after the first frame's; frames in file order.
+    uint64_t next(uint64_t timestamp_ns, uint32_t wire_length) {
+        if (!started_) {
+            started_ = true;
+            first_ns_ = timestamp_ns;
+        }
+        const uint64_t gap_ns = timestamp_ns > first_ns_ ? timestamp_ns - first_ns_ : 0;
+        // A double holds gaps exactly up to 2^53 ns (104 days).
+        const auto recorded =
+            static_cast<uint64_t>(static_cast<double>(gap_ns) * tsc_per_trace_ns_);
+        const uint64_t due = std::max(recorded, link_free_);
+        link_free_ = due + static_cast<uint64_t>(
+                               static_cast<double>(wire_length + kWireOverheadBytes) *
+                               tsc_per_wire_byte_);
+        return due;
+    }
+
+private:
+    double tsc_per_trace_ns_;
+    double tsc_per_wire_byte_;
+    bool started_ = false;
+    uint64_t first_ns_ = 0;
+    uint64_t link_free_ = 0;  // when the link has carried the frames so far
+};
+
+}  // namespace twinlane::dataplane

@@ -1,0 +1,46 @@
+#include "dataplane/trace_schedule.h"
+
+#include <gtest/gtest.h>
+
+namespace twinlane::dataplane {
+namespace {
+
+constexpr uint64_t kHz = 2'000'000'000;  // 2 ticks per ns
+
+TEST(TraceSchedule, FollowsTheRecordedTimingFromTheFirstFrame) {
+    TraceSchedule s(kHz, 1.0, 0);
+    EXPECT_EQ(s.next(5'000'000, 1500), 0u);
+    EXPECT_EQ(s.next(5'001'000, 1500), 2'000u);
+    EXPECT_EQ(s.next(5'010'000, 64), 20'000u);
+}
+
+TEST(TraceSchedule, SpeedScalesTheGaps) {
+    TraceSchedule twice(kHz, 2.0, 0);
+    twice.next(0, 100);
+    EXPECT_EQ(twice.next(1'000, 100), 1'000u);
+    TraceSchedule half(kHz, 0.5, 0);
+    half.next(0, 100);
+    EXPECT_EQ(half.next(1'000, 100), 4'000u);
+}
+
+TEST(TraceSchedule, ALinkSerialisesFramesStampedTogether) {
+    // 10G: a 1226-byte frame + 24 bytes of overhead is 1000 ns on the wire.
+    TraceSchedule s(kHz, 1.0, 10'000'000'000ULL);
+    EXPECT_EQ(s.next(0, 1226), 0u);
+    EXPECT_EQ(s.next(0, 1226), 2'000u);
+    EXPECT_EQ(s.next(0, 1226), 4'000u);
+    // A frame recorded after the link is free again keeps its own time.
+    EXPECT_EQ(s.next(10'000, 1226), 20'000u);
+}
+
+TEST(TraceSchedule, AFrameStampedBeforeTheFirstIsDueAtOnceInFileOrder) {
+    TraceSchedule s(kHz, 1.0, 0);
+    EXPECT_EQ(s.next(1'000'000, 100), 0u);
+    EXPECT_EQ(s.next(999'000, 100), 0u);
+    TraceSchedule linked(kHz, 1.0, 10'000'000'000ULL);
+    EXPECT_EQ(linked.next(1'000'000, 1226), 0u);
+    EXPECT_EQ(linked.next(999'000, 1226), 2'000u);  // after the frame before it, not earlier
+}
+
+}  // namespace
+}  // namespace twinlane::dataplane
