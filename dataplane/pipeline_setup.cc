@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <string_view>
 
 #include "dataplane/memory_check.h"
 #include "dataplane/port.h"
@@ -71,19 +72,27 @@ uint64_t pools_in_use(const Pipeline& p) {
 
 bool create_pools(Pipeline& p, std::string& error) {
     std::map<int, uint64_t> mbufs;
-    for (size_t i = 0; i < p.policy->ports.size(); ++i)
-        mbufs[socket_of(p.dpdk_ports[i])] += p.policy->ports[i].mempool_mbufs;
+    std::map<int, bool> serves_af_xdp;
+    for (size_t i = 0; i < p.policy->ports.size(); ++i) {
+        const int socket = socket_of(p.dpdk_ports[i]);
+        mbufs[socket] += p.policy->ports[i].mempool_mbufs;
+        rte_eth_dev_info info{};
+        if (rte_eth_dev_info_get(p.dpdk_ports[i], &info) == 0 && info.driver_name != nullptr &&
+            std::string_view(info.driver_name) == "net_af_xdp")
+            serves_af_xdp[socket] = true;
+    }
     // The pool's store is LIFO ("stack") unless EAL's --mbuf-pool-ops-name says otherwise:
     // across lcores, buffers freed by TX return to RX through that store, and a FIFO ring
-    // would cycle through the whole pool, so every RX write (net_pcap's and AF_XDP copy mode's
-    // copies, the header) would miss the cache. The store is touched once per mempool-cache
-    // refill or flush, not per packet.
+    // would cycle through the whole pool, so every RX write (a PMD's copy, the header) would
+    // miss the cache. The store is touched once per mempool-cache refill or flush, not per
+    // packet. AF_XDP's PMD hands the pool's memory to the kernel as its UMEM and receives
+    // nothing from a pool with the stack store (DPDK 22.11), so its pools keep the default.
     const char* user_ops = rte_eal_mbuf_user_pool_ops();
     for (const auto& [socket, count] : mbufs) {
         const std::string name = "twinlane_s" + std::to_string(socket);
         const auto n = static_cast<unsigned>(count);
         rte_mempool* pool = nullptr;
-        if (user_ops == nullptr) {
+        if (user_ops == nullptr && !serves_af_xdp[socket]) {
             pool = rte_pktmbuf_pool_create_by_ops(name.c_str(), n, 256, 0,
                                                   RTE_MBUF_DEFAULT_BUF_SIZE, socket, "stack");
             if (pool == nullptr)
