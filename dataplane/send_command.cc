@@ -315,7 +315,8 @@ int send(const SendArgs& args) {
         },
         nullptr);
     PortSettings settings;
-    settings.mtu = std::max<uint32_t>(1500, capture.max_length - RTE_ETHER_HDR_LEN);
+    settings.mtu = std::max<uint32_t>(1500 + RTE_ETHER_HDR_LEN, capture.max_length) -
+                   RTE_ETHER_HDR_LEN;
     if (!start_port(port, settings, pool.get(), error)) {
         spdlog::error("{}", error);
         return 2;
