@@ -1,6 +1,6 @@
 // When each frame of a capture is due when it is sent again: at its recorded timing (`speed`
 // 1; 2 is twice as fast) and, with a link rate, no sooner than the link has carried the frames
-// before it (its wire bytes: the pcap length + 24 B of FCS, preamble and inter-frame gap). A
+// before it (its wire bytes as the TX pacer counts them: padding, FCS, preamble, gap). A
 // capture's timestamps record when sources sent, not what one ingress link can deliver: a
 // generated trace bursts far above any link, and a real ingress port never does. The first
 // frame is due at 0; a frame stamped before the first is due at once, so a capture whose clock
@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace twinlane::dataplane {
+#include "dataplane/tx_pacer.h"
 
-inline constexpr uint32_t kWireOverheadBytes = 24;  // FCS 4 + preamble 8 + inter-frame gap 12
+namespace twinlane::dataplane {
 
 class TraceSchedule {
 public:
@@ -34,7 +34,7 @@ public:
             static_cast<uint64_t>(static_cast<double>(gap_ns) * tsc_per_trace_ns_);
         const uint64_t due = std::max(recorded, link_free_);
         link_free_ = due + static_cast<uint64_t>(
-                               static_cast<double>(wire_length + kWireOverheadBytes) *
+                               static_cast<double>(TxPacer::wire_bytes(wire_length)) *
                                tsc_per_wire_byte_);
         return due;
     }
