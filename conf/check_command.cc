@@ -3,8 +3,9 @@
 #include <memory>
 
 #include "conf/compile.h"
-#include "conf/lossless.h"
 #include "conf/load_policy.h"
+#include "conf/lossless.h"
+#include "conf/mbuf_demand.h"
 #include "conf/policy.h"
 
 namespace twinlane::conf {
@@ -39,6 +40,20 @@ void print_lossless(const Policy& policy, std::ostream& out) {
     }
 }
 
+// Per port: the mbufs it adds to its socket's pool, what they must hold, and about how much
+// memory (hugepages) that is: DPDK's 2176-byte buffer plus the mbuf header and the pool's own.
+void print_mempools(const Policy& policy, std::ostream& out) {
+    constexpr uint64_t kBytesPerMbuf = 2176 + 128 + 64;
+    for (size_t i = 0; i < policy.ports.size(); ++i) {
+        const PortPolicy& port = policy.ports[i];
+        const PortMbufDemand demand = port_mbuf_demand(policy, i);
+        out << "port '" << port.name << "': mempool " << port.mempool_mbufs << " mbufs ("
+            << (port.mempool_given ? "as given" : "sized to fit") << "; descriptor rings "
+            << demand.descriptors << ", queues " << demand.queues << "), about "
+            << ((port.mempool_mbufs * kBytesPerMbuf + (1 << 20) - 1) >> 20) << " MiB\n";
+    }
+}
+
 }  // namespace
 
 int run_check(const std::string& policy_path, std::ostream& out, std::ostream& err) {
@@ -60,6 +75,7 @@ int run_check(const std::string& policy_path, std::ostream& out, std::ostream& e
     }
     out << "OK: " << policy_path << ": " << policy.ports.size() << " ports, "
         << policy.classes.size() << " classes, " << policy.classifier.rules.size() << " rules\n";
+    print_mempools(policy, out);
     print_lossless(policy, out);
     out.flush();
     return 0;

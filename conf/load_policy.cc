@@ -118,6 +118,7 @@ void PolicyLoader::read_document(const Field& root) {
     }
     build_egress_trees(map.get("scheduler"), port_trees);
     resolve_slos();
+    resolve_mempools();
 
     if (auto lcores = map.get("lcores")) read_lcores(*lcores);
     if (auto classifier = map.get("classifier")) {

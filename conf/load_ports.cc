@@ -4,6 +4,7 @@
 
 #include "admission/lanes.h"
 #include "conf/device_name.h"
+#include "conf/mbuf_demand.h"
 #include "conf/policy_loader.h"
 #include "conf/policy_values.h"
 #include "sched/tree_spec.h"
@@ -26,11 +27,11 @@ void PolicyLoader::read_ports(const Field& field) {
 }
 
 void PolicyLoader::read_port(const Field& item, DeviceOwners& device_owners) {
-    const MapFields map(item,
-                        {"name", "device", "rate", "rx_queues", "tx_queues", "rx_descriptors",
-                         "tx_descriptors", "mtu", "tx_budget", "burst_time", "mempool",
-                         "scheduler", "pfc"},
-                        errors_);
+    const MapFields map(
+        item,
+        {"name", "device", "rate", "rx_queues", "tx_queues", "rx_descriptors", "tx_descriptors",
+         "mtu", "tx_budget", "burst_time", "mempool", "scheduler", "pfc"},
+        errors_);
     PortPolicy port;
     if (auto name_field = map.require("name")) {
         if (auto name = read_name(*name_field, errors_)) {
@@ -78,24 +79,50 @@ void PolicyLoader::read_port(const Field& item, DeviceOwners& device_owners) {
             read_duration_ns(*f, 0, kMaxBurstTimeNs, errors_).value_or(port.burst_time_ns);
     }
     if (auto mempool_field = map.get("mempool")) {
-        if (auto mbufs = read_unsigned(*mempool_field, 1023, 1U << 24, errors_)) {
+        if (auto mbufs = read_unsigned(*mempool_field, 1023, kMaxMempoolMbufs, errors_)) {
             port.mempool_mbufs = static_cast<uint32_t>(*mbufs);
-            // Every RX/TX descriptor may hold an mbuf at once; less and RX starves.
-            const uint64_t needed = uint64_t{port.rx_queues} * port.rx_descriptors +
-                                    uint64_t{port.tx_queues} * port.tx_descriptors;
-            if (*mbufs < needed) {
-                errors_.add(mempool_field->mark, mempool_field->path,
-                            "mempool of " + std::to_string(*mbufs) +
-                                " mbufs cannot fill this port's descriptor rings (needs at least " +
-                                std::to_string(needed) + ")");
-            }
+            port.mempool_given = true;
+            mempool_fields_.emplace(policy_.ports.size(), *mempool_field);
         }
     }
     if (auto pfc = map.get("pfc")) {
         pfc_fields_.emplace(policy_.ports.size(), *pfc);
         read_port_pfc(*pfc, port.pfc);
     }
+    port_items_.emplace(policy_.ports.size(), item);
     policy_.ports.push_back(std::move(port));
+}
+
+// After the trees: a port's share of the mbuf pool must hold what its descriptor rings and its
+// queues can (conf/mbuf_demand.h), or a backlog in one class stops RX for all of them.
+void PolicyLoader::resolve_mempools() {
+    for (size_t i = 0; i < policy_.ports.size(); ++i) {
+        PortPolicy& port = policy_.ports[i];
+        const PortMbufDemand demand = port_mbuf_demand(policy_, i);
+        const std::string needs = std::to_string(demand.total()) + " mbufs (" +
+                                  std::to_string(demand.descriptors) +
+                                  " for the descriptor rings, " + std::to_string(demand.queues) +
+                                  " for its scheduler's leaves full of frames up to " +
+                                  std::to_string(largest_frame_bytes(policy_)) + " B in " +
+                                  std::to_string(kMbufDataRoomBytes) + " B mbufs)";
+        if (port.mempool_given) {
+            if (port.mempool_mbufs < demand.total() && mempool_fields_.count(i)) {
+                const Field& at = mempool_fields_.at(i);
+                errors_.add(at.mark, at.path,
+                            "mempool of " + std::to_string(port.mempool_mbufs) +
+                                " mbufs is less than this port can hold: " + needs +
+                                "; a full pool stops RX for every class. Raise it, lower the "
+                                "leaves' limits, or leave it out (sized to fit)");
+            }
+        } else if (demand.total() > kMaxMempoolMbufs && port_items_.count(i)) {
+            const Field& at = port_items_.at(i);
+            errors_.add(at.mark, at.path,
+                        "this port can hold " + needs + ", more than a pool's " +
+                            std::to_string(kMaxMempoolMbufs) + ": lower the leaves' limits");
+        } else {
+            port.mempool_mbufs = auto_mempool_mbufs(demand);
+        }
+    }
 }
 
 void PolicyLoader::read_port_device(const Field& field, const std::string& port_name,

@@ -42,7 +42,7 @@ enum class PfcMode {
 
 struct PortPfc {
     PfcMode mode = PfcMode::off;
-    uint64_t cable_metres = 10;         // to the peer: headroom's propagation term
+    uint64_t cable_metres = 10;           // to the peer: headroom's propagation term
     uint64_t peer_response_bytes = 4096;  // what the peer sends after the XOFF reaches it
 };
 
@@ -59,7 +59,10 @@ struct PortPolicy {
     // What one rx_burst call on this port should take at most (its burst is sized to fit:
     // dataplane/burst_sizer.h); 0: always full bursts.
     uint64_t burst_time_ns = 5'000;
+    // mbufs this port adds to its socket's pool: `mempool` as given, else what its descriptor
+    // rings and queues can hold (conf/mbuf_demand.h), at least 8191.
     uint32_t mempool_mbufs = 8191;
+    bool mempool_given = false;
     PortPfc pfc;
 
     uint32_t max_frame_bytes() const { return uint32_t{mtu} + kFrameOverheadBytes; }

@@ -97,17 +97,18 @@ json node_document(const Policy& policy, const TreeNode& node, bool parent_is_dr
 json lcores_document(const Policy& policy) {
     const LcorePolicy& lcores = policy.lcores;
     switch (lcores.mode) {
-    case LcorePolicy::Mode::automatic:
-        return "auto";
-    case LcorePolicy::Mode::run_to_completion:
-        return {{"single", lcores.single_lcore}};
-    case LcorePolicy::Mode::explicit_roles:
-        break;
+        case LcorePolicy::Mode::automatic:
+            return "auto";
+        case LcorePolicy::Mode::run_to_completion:
+            return {{"single", lcores.single_lcore}};
+        case LcorePolicy::Mode::explicit_roles:
+            break;
     }
     json rx = json::array();
     for (const RxLcore& lcore : lcores.rx) {
         std::map<size_t, std::vector<uint16_t>> queues_by_port;
-        for (const RxQueueRef& ref : lcore.queues) queues_by_port[ref.port].push_back(ref.queue);
+        for (const RxQueueRef& ref : lcore.queues)
+            queues_by_port[ref.port].push_back(ref.queue);
         json poll = json::array();
         for (const auto& [port, queues] : queues_by_port) {
             poll.push_back({{"port", policy.ports[port].name}, {"queues", queues}});
@@ -117,7 +118,8 @@ json lcores_document(const Policy& policy) {
     json scheduler = json::array();
     for (const SchedulerLcore& lcore : lcores.scheduler) {
         json ports = json::array();
-        for (size_t port : lcore.egress_ports) ports.push_back(policy.ports[port].name);
+        for (size_t port : lcore.egress_ports)
+            ports.push_back(policy.ports[port].name);
         scheduler.push_back({{"lcore", lcore.lcore}, {"ports", std::move(ports)}});
     }
     return {{"rx", std::move(rx)}, {"scheduler", std::move(scheduler)}};
@@ -157,7 +159,8 @@ json heuristics_document(const Policy& policy) {
     if (!dscp_map.empty()) out["dscp_map"] = std::move(dscp_map);
     if (h.serving) {
         json ports = json::array();
-        for (const ValueRange& range : h.serving->ports) ports.push_back(range_text(range));
+        for (const ValueRange& range : h.serving->ports)
+            ports.push_back(range_text(range));
         out["serving"] = {{"ports", std::move(ports)},
                           {"class", class_name(h.serving->class_index)}};
     }
@@ -177,8 +180,8 @@ json heuristics_document(const Policy& policy) {
 // Would a YAML reader take this plain scalar for something other than a string?
 bool needs_quotes(const std::string& text) {
     if (text.empty()) return true;
-    static const std::array<const char*, 12> kSpecial{"true", "false", "yes", "no", "on", "off",
-                                                      "null", "~",    "True", "False", "Yes", "No"};
+    static const std::array<const char*, 12> kSpecial{
+        "true", "false", "yes", "no", "on", "off", "null", "~", "True", "False", "Yes", "No"};
     for (const char* word : kSpecial) {
         if (text == word) return true;
     }
@@ -187,44 +190,45 @@ bool needs_quotes(const std::string& text) {
 
 void emit(YAML::Emitter& out, const json& value) {
     switch (value.type()) {
-    case json::value_t::object:
-        out << YAML::BeginMap;
-        for (const auto& [key, item] : value.items()) {
-            out << YAML::Key;
-            if (needs_quotes(key)) {
-                out << YAML::DoubleQuoted << key;
-            } else {
-                out << key;
+        case json::value_t::object:
+            out << YAML::BeginMap;
+            for (const auto& [key, item] : value.items()) {
+                out << YAML::Key;
+                if (needs_quotes(key)) {
+                    out << YAML::DoubleQuoted << key;
+                } else {
+                    out << key;
+                }
+                out << YAML::Value;
+                emit(out, item);
             }
-            out << YAML::Value;
-            emit(out, item);
+            out << YAML::EndMap;
+            break;
+        case json::value_t::array:
+            out << YAML::BeginSeq;
+            for (const json& item : value)
+                emit(out, item);
+            out << YAML::EndSeq;
+            break;
+        case json::value_t::string: {
+            const auto& text = value.get_ref<const std::string&>();
+            if (needs_quotes(text)) {
+                out << YAML::DoubleQuoted << text;
+            } else {
+                out << text;
+            }
+            break;
         }
-        out << YAML::EndMap;
-        break;
-    case json::value_t::array:
-        out << YAML::BeginSeq;
-        for (const json& item : value) emit(out, item);
-        out << YAML::EndSeq;
-        break;
-    case json::value_t::string: {
-        const auto& text = value.get_ref<const std::string&>();
-        if (needs_quotes(text)) {
-            out << YAML::DoubleQuoted << text;
-        } else {
-            out << text;
-        }
-        break;
-    }
-    case json::value_t::boolean:
-        out << (value.get<bool>() ? "true" : "false");
-        break;
-    case json::value_t::null:
-    case json::value_t::discarded:
-        out << YAML::Null;
-        break;
-    default:  // numbers
-        out << value.dump();
-        break;
+        case json::value_t::boolean:
+            out << (value.get<bool>() ? "true" : "false");
+            break;
+        case json::value_t::null:
+        case json::value_t::discarded:
+            out << YAML::Null;
+            break;
+        default:  // numbers
+            out << value.dump();
+            break;
     }
 }
 
@@ -239,15 +243,15 @@ json rule_document(const Policy& policy, const ClassifierRule& rule) {
     if (m.dst) match["dst"] = prefix_text(*m.dst);
     if (m.proto) {
         switch (*m.proto) {
-        case 6:
-            match["proto"] = "tcp";
-            break;
-        case 17:
-            match["proto"] = "udp";
-            break;
-        default:
-            match["proto"] = *m.proto;
-            break;
+            case 6:
+                match["proto"] = "tcp";
+                break;
+            case 17:
+                match["proto"] = "udp";
+                break;
+            default:
+                match["proto"] = *m.proto;
+                break;
         }
     }
     if (m.src_port) match["src_port"] = range_text(*m.src_port);
@@ -283,8 +287,9 @@ json policy_document(const Policy& policy) {
                       {"tx_descriptors", port.tx_descriptors},
                       {"mtu", port.mtu},
                       {"tx_budget", port.tx_budget_bytes},
-                      {"burst_time", duration_text(port.burst_time_ns)},
-                      {"mempool", port.mempool_mbufs}};
+                      {"burst_time", duration_text(port.burst_time_ns)}};
+        // Sized to fit stays so: an edited copy is sized to its own queues again.
+        if (port.mempool_given) entry["mempool"] = port.mempool_mbufs;
         if (port.pfc.mode != PfcMode::off) {
             entry["pfc"] = {{"mode", port.pfc.mode == PfcMode::software ? "software" : "nic"},
                             {"cable", std::to_string(port.pfc.cable_metres) + "m"},
@@ -310,11 +315,11 @@ json policy_document(const Policy& policy) {
         if (cls.lossless) {
             lossless = true;
             const LosslessPolicy& l = *cls.lossless;
-            entry["lossless"] = {{"priority", l.priority},
-                                 {"xoff", l.xoff_bytes},
-                                 {"xon", l.xon_bytes},
-                                 {"headroom", l.headroom_bytes ? json(*l.headroom_bytes)
-                                                               : json("auto")}};
+            entry["lossless"] = {
+                {"priority", l.priority},
+                {"xoff", l.xoff_bytes},
+                {"xon", l.xon_bytes},
+                {"headroom", l.headroom_bytes ? json(*l.headroom_bytes) : json("auto")}};
         }
         if (cls.slo) entry["slo"] = slo_document(policy, *cls.slo);
         classes.push_back(std::move(entry));
@@ -324,13 +329,13 @@ json policy_document(const Policy& policy) {
     for (const ClassifierRule& rule : policy.classifier.rules) {
         rules.push_back(rule_document(policy, rule));
     }
-    doc["classifier"] = {{"rules", std::move(rules)},
-                         {"heuristics", heuristics_document(policy)},
-                         {"flow_table",
-                          {{"capacity", policy.classifier.flow_table.capacity},
-                           {"slots_per_flow", policy.classifier.flow_table.slots_per_flow},
-                           {"idle_timeout",
-                            duration_text(policy.classifier.flow_table.idle_timeout_ns)}}}};
+    doc["classifier"] = {
+        {"rules", std::move(rules)},
+        {"heuristics", heuristics_document(policy)},
+        {"flow_table",
+         {{"capacity", policy.classifier.flow_table.capacity},
+          {"slots_per_flow", policy.classifier.flow_table.slots_per_flow},
+          {"idle_timeout", duration_text(policy.classifier.flow_table.idle_timeout_ns)}}}};
     doc["control"] = {{"socket", policy.control.socket_path},
                       {"mode", mode_text(policy.control.socket_mode)}};
     doc["metrics"] = {{"enabled", policy.metrics.enabled},
@@ -342,15 +347,16 @@ json policy_document(const Policy& policy) {
         if (pfc.dscp_priority[dscp] != 0xFF)
             dscp_priority[std::to_string(dscp)] = pfc.dscp_priority[dscp];
     }
-    const bool pfc_ports = std::any_of(policy.ports.begin(), policy.ports.end(),
-                                       [](const PortPolicy& p) { return p.pfc.mode != PfcMode::off; });
+    const bool pfc_ports =
+        std::any_of(policy.ports.begin(), policy.ports.end(),
+                    [](const PortPolicy& p) { return p.pfc.mode != PfcMode::off; });
     if (lossless || pfc_ports || !dscp_priority.empty()) {
         doc["pfc"] = {
             {"dscp_priority", std::move(dscp_priority)},
             {"poll", duration_text(pfc.poll_ns)},
             {"watchdog",
-             {{"storm_detect", pfc.storm_detect_ns ? json(duration_text(pfc.storm_detect_ns))
-                                                   : json("off")},
+             {{"storm_detect",
+               pfc.storm_detect_ns ? json(duration_text(pfc.storm_detect_ns)) : json("off")},
               {"storm_restore", duration_text(pfc.storm_restore_ns)},
               {"action", pfc.storm_action == StormAction::drop ? "drop" : "forward"}}}};
     }

@@ -37,10 +37,11 @@ namespace twinlane::conf {
 inline constexpr uint32_t kMaxLcore = 127;          // DPDK's default RTE_MAX_LCORE
 inline constexpr uint64_t kMaxServingPorts = 1024;  // each is a classifier table entry
 inline constexpr uint32_t kMaxLeafPackets = 1u << 20;
+inline constexpr uint64_t kMaxMempoolMbufs = uint64_t{1} << 24;
 inline constexpr uint32_t kMaxJobsPerNode = 1024;  // per_job leaves of one node
 inline constexpr uint64_t kDefaultTxBudgetNs = 20'000;
 inline constexpr uint64_t kMaxBurstTimeNs = 10'000'000;  // a pass of 10 ms is a stall, not a budget
-inline constexpr uint64_t kDefaultBurstNs = 1'000'000;  // a shaper lets through 1 ms of its rate
+inline constexpr uint64_t kDefaultBurstNs = 1'000'000;   // a shaper lets through 1 ms of its rate
 
 // A tree node as written, before it is placed on a port: rates may still be percentages and
 // defaults that depend on the port (burst) are not applied yet.
@@ -89,6 +90,7 @@ class PolicyLoader {
     void read_class_slos();
     std::optional<SloPolicy> read_slo(const Field& field, size_t class_index);
     void resolve_slos();
+    void resolve_mempools();
 
     // load_lcores.cc
     void read_lcores(const Field& field);
@@ -171,6 +173,9 @@ class PolicyLoader {
     // Where classes' `lossless` and ports' `pfc` are written, for the checks across sections.
     std::map<size_t, Field> lossless_fields_;
     std::map<size_t, Field> pfc_fields_;
+    // Each port's item and its `mempool`, for the pool size against its queues (load_ports.cc).
+    std::map<size_t, Field> port_items_;
+    std::map<size_t, Field> mempool_fields_;
     Field lossless_anchor_;  // the document, when nothing closer names the problem
 };
 

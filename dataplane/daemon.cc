@@ -144,7 +144,7 @@ std::optional<LcorePlan> Daemon::plan_roles() const {
 bool Daemon::build(const LcorePlan& plan) {
     Pipeline& p = *pipeline_;
     std::string error;
-    if (!create_pools(p, error)) {
+    if (!create_pools(p, plan, options_.lane_ring_slots, error)) {
         spdlog::error("{}", error);
         return false;
     }

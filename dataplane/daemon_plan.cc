@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "conf/mbuf_demand.h"
 #include "conf/policy_document.h"
 
 namespace twinlane::dataplane {
@@ -41,7 +42,15 @@ void compare_ports(std::vector<std::string>& out, const Policy& a, const Policy&
         compare(out, at + "mtu", x.mtu, y.mtu);
         compare(out, at + "tx_budget", x.tx_budget_bytes, y.tx_budget_bytes);
         compare(out, at + "burst_time", x.burst_time_ns, y.burst_time_ns);
-        compare(out, at + "mempool", x.mempool_mbufs, y.mempool_mbufs);
+        // The pool exists: a new explicit size needs a restart, and so do queues that could
+        // hold more than the running share (a full pool stops RX for every class).
+        if (y.mempool_given) compare(out, at + "mempool", x.mempool_mbufs, y.mempool_mbufs);
+        const uint64_t needs = conf::port_mbuf_demand(b, i).total();
+        if (needs > x.mempool_mbufs) {
+            out.push_back(at + "mempool: the new queues and descriptor rings can hold " +
+                          std::to_string(needs) + " mbufs, more than the running " +
+                          std::to_string(x.mempool_mbufs));
+        }
     }
 }
 
@@ -180,8 +189,8 @@ std::vector<std::string> restart_only_changes(const Policy& running, const Polic
             const nlohmann::json& a = before[i].contains("slo") ? before[i]["slo"] : none;
             const nlohmann::json& b = after[i].contains("slo") ? after[i]["slo"] : none;
             if (a != b)
-                out.push_back("classes[" + running.classes[i].name + "].slo: " + a.dump() +
-                              " -> " + b.dump());
+                out.push_back("classes[" + running.classes[i].name + "].slo: " + a.dump() + " -> " +
+                              b.dump());
         }
     }
     const auto tree_ports = [](const Policy& p) {
@@ -309,7 +318,8 @@ UpdatePlan plan_update(const Policy& running_policy,
             step.compiled.tree.pool_packets = pool_for(step.compiled.tree, now.tree.pool_packets);
             sched::Scheduler::BuildResult built = sched::Scheduler::build(step.compiled.tree);
             if (!built.scheduler) {
-                plan.details.push_back("port '" + port + "': scheduler: " + built.error->to_string());
+                plan.details.push_back("port '" + port +
+                                       "': scheduler: " + built.error->to_string());
                 continue;
             }
             step.new_tree = std::move(built.scheduler);
@@ -317,7 +327,8 @@ UpdatePlan plan_update(const Policy& running_policy,
         plan.steps.push_back(std::move(step));
     }
     if (!plan.details.empty()) {
-        plan.refusal = "the change cannot be applied while running; the running policy is unchanged";
+        plan.refusal =
+            "the change cannot be applied while running; the running policy is unchanged";
         plan.steps.clear();
         return plan;
     }

@@ -11,6 +11,7 @@
 #include <bit>
 #include <string_view>
 
+#include "conf/mbuf_demand.h"
 #include "dataplane/memory_check.h"
 #include "dataplane/port.h"
 #include "dataplane/tsc_clock.h"
@@ -70,12 +71,40 @@ uint64_t pools_in_use(const Pipeline& p) {
     return total;
 }
 
-bool create_pools(Pipeline& p, std::string& error) {
-    std::map<int, uint64_t> mbufs;
+static_assert(conf::kMbufDataRoomBytes == RTE_MBUF_DEFAULT_DATAROOM);
+constexpr unsigned kPoolCacheMbufs = 256;
+
+namespace {
+
+// Egress ports whose lane rings carry packets: some RX lcore forwarding to them does not
+// schedule them itself (run to completion admits directly and leaves its rings empty).
+std::vector<bool> ring_fed_egress(const Pipeline& p, const LcorePlan& plan) {
+    std::vector<bool> fed(p.policy->ports.size(), false);
+    for (const LcoreRole& role : plan.lcores) {
+        for (const RxQueueAssignment& q : role.rx) {
+            for (const conf::ForwardingPolicy& f : p.policy->forwarding) {
+                if (f.from_port == q.port && std::find(role.egress.begin(), role.egress.end(),
+                                                       f.to_port) == role.egress.end())
+                    fed[f.to_port] = true;
+            }
+        }
+    }
+    return fed;
+}
+
+}  // namespace
+
+bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::string& error) {
+    std::map<int, uint64_t> mbufs, ring_share;  // by socket: the ports' `mempool`, lane rings
     std::map<int, bool> serves_af_xdp;
+    const std::vector<bool> ring_fed = ring_fed_egress(p, plan);
+    // A full lane ring holds its slots' frames, each up to the largest frame's chain.
+    const uint64_t ring_mbufs = uint64_t{std::bit_ceil(ring_slots)} *
+                                conf::mbufs_per_frame(conf::largest_frame_bytes(*p.policy));
     for (size_t i = 0; i < p.policy->ports.size(); ++i) {
         const int socket = socket_of(p.dpdk_ports[i]);
         mbufs[socket] += p.policy->ports[i].mempool_mbufs;
+        if (ring_fed[i]) ring_share[socket] += ring_mbufs * p.policy->classes.size();
         rte_eth_dev_info info{};
         if (rte_eth_dev_info_get(p.dpdk_ports[i], &info) == 0 && info.driver_name != nullptr &&
             std::string_view(info.driver_name) == "net_af_xdp")
@@ -88,27 +117,36 @@ bool create_pools(Pipeline& p, std::string& error) {
     // packet. AF_XDP's PMD hands the pool's memory to the kernel as its UMEM and receives
     // nothing from a pool with the stack store (DPDK 22.11), so its pools keep the default.
     const char* user_ops = rte_eal_mbuf_user_pool_ops();
-    for (const auto& [socket, count] : mbufs) {
+    for (const auto& [socket, ports_share] : mbufs) {
+        // Each lcore's cache may keep up to 1.5x its size out of the others' reach.
+        const uint64_t caches = uint64_t{rte_lcore_count()} * kPoolCacheMbufs * 3 / 2;
+        const uint64_t count = ports_share + ring_share[socket] + caches;
         const std::string name = "twinlane_s" + std::to_string(socket);
         const auto n = static_cast<unsigned>(count);
         rte_mempool* pool = nullptr;
         if (user_ops == nullptr && !serves_af_xdp[socket]) {
-            pool = rte_pktmbuf_pool_create_by_ops(name.c_str(), n, 256, 0,
+            pool = rte_pktmbuf_pool_create_by_ops(name.c_str(), n, kPoolCacheMbufs, 0,
                                                   RTE_MBUF_DEFAULT_BUF_SIZE, socket, "stack");
             if (pool == nullptr)
                 spdlog::warn("mbuf pool {}: no LIFO store ({}), using DPDK's default", name,
                              rte_strerror(rte_errno));
         }
         if (pool == nullptr)
-            pool = rte_pktmbuf_pool_create(name.c_str(), n, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-                                           socket);
+            pool = rte_pktmbuf_pool_create(name.c_str(), n, kPoolCacheMbufs, 0,
+                                           RTE_MBUF_DEFAULT_BUF_SIZE, socket);
         if (pool == nullptr) {
-            error = "cannot create a pool of " + std::to_string(count) + " mbufs on socket " +
-                    std::to_string(socket) + ": " + rte_strerror(rte_errno);
+            const uint64_t mib = count * (sizeof(rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE + 64) >> 20;
+            error = "cannot create a pool of " + std::to_string(count) + " mbufs (about " +
+                    std::to_string(mib) + " MiB) on socket " + std::to_string(socket) + ": " +
+                    rte_strerror(rte_errno) +
+                    " (EAL -m / hugepages, or the ports' `mempool` and the leaves' limits)";
             return false;
         }
-        spdlog::info("mbuf pool {}: {} mbufs on socket {}, store {}", name, n, socket,
-                     rte_mempool_get_ops(pool->ops_index)->name);
+        spdlog::info(
+            "mbuf pool {}: {} mbufs on socket {} (ports {}, lane rings {}, lcore caches "
+            "{}), store {}",
+            name, n, socket, ports_share, ring_share[socket], caches,
+            rte_mempool_get_ops(pool->ops_index)->name);
         p.pools[socket].reset(pool);
     }
     return true;
@@ -161,8 +199,8 @@ bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
         task->scheduler = std::move(built.scheduler);
         task->leaves = compiled.leaves;
         if (!compiled.slo.empty()) {
-            task->governor = std::make_unique<slo::SloGovernor>(compiled.slo,
-                                                                static_cast<uint32_t>(lanes));
+            task->governor =
+                std::make_unique<slo::SloGovernor>(compiled.slo, static_cast<uint32_t>(lanes));
             if (auto problem = task->governor->bind(task->scheduler.get(), &task->leaves)) {
                 error = "port '" + port.name + "': slo: " + *problem;
                 return false;
@@ -373,7 +411,8 @@ bool build_pfc(Pipeline& p, std::string& error) {
         EgressTask& e = *p.egress[i];
         e.pfc_accounts.count = static_cast<uint32_t>(compiled.pfc_accounts.size());
         for (size_t k = 0; k < compiled.pfc_accounts.size(); ++k) {
-            e.pfc_accounts.ingress_port[k] = static_cast<uint16_t>(compiled.pfc_accounts[k].ingress_port);
+            e.pfc_accounts.ingress_port[k] =
+                static_cast<uint16_t>(compiled.pfc_accounts[k].ingress_port);
             e.pfc_accounts.priority[k] = compiled.pfc_accounts[k].priority;
         }
         switch (p.compiled.pfc.ports[compiled.port].mode) {

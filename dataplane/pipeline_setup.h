@@ -50,8 +50,10 @@ struct Pipeline {
     }
 };
 
-// One pool per NUMA socket of the ports, each the sum of its ports' `mempool`.
-bool create_pools(Pipeline& p, std::string& error);
+// One pool per NUMA socket of the ports: the sum of its ports' `mempool` (conf/mbuf_demand.h)
+// and of what the lane rings into its egress ports can hold (`ring_slots` frames each) where an
+// RX lcore hands packets to another lcore's scheduler.
+bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::string& error);
 bool start_ports(Pipeline& p, std::string& error);
 // Per egress port: scheduler, leaf map, pacer, lane rings (`ring_slots` each).
 bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::string& error);

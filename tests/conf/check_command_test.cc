@@ -16,7 +16,12 @@ const std::string kBroken = std::string(TWINLANE_CONF_TEST_DATA) + "/broken.yaml
 TEST(CheckCommand, ValidPolicyPrintsASummary) {
     std::ostringstream out, err;
     EXPECT_EQ(run_check(kDefault, out, err), 0);
-    EXPECT_EQ(out.str(), "OK: " + kDefault + ": 2 ports, 3 classes, 6 rules\n");
+    EXPECT_EQ(out.str(), "OK: " + kDefault +
+                             ": 2 ports, 3 classes, 6 rules\n"
+                             "port 'west': mempool 65535 mbufs (sized to fit; descriptor rings "
+                             "2048, queues 37376), about 148 MiB\n"
+                             "port 'east': mempool 65535 mbufs (sized to fit; descriptor rings "
+                             "2048, queues 37376), about 148 MiB\n");
     EXPECT_EQ(err.str(), "");
 }
 
@@ -38,13 +43,14 @@ TEST(CheckCommand, InvalidPolicyPrintsOneErrorPerLine) {
 TEST(CheckCommand, MissingFileIsAnError) {
     std::ostringstream out, err;
     EXPECT_EQ(run_check("/nonexistent/policy.yaml", out, err), 1);
-    EXPECT_EQ(err.str(), "/nonexistent/policy.yaml: cannot read the file: No such file or directory\n");
+    EXPECT_EQ(err.str(),
+              "/nonexistent/policy.yaml: cannot read the file: No such file or directory\n");
 }
 
-// A policy that validates but that the components refuse once compiled (here a per_job node
-// whose 1024 leaves of 2^20 packets each need a pool above the scheduler's 2^28) fails check
-// as it fails run.
-TEST(CheckCommand, WhatRunWouldRefuseFailsCheck) {
+// A per_job node whose 1024 leaves of 2^20 packets each could hold more mbufs than any pool
+// (the scheduler's descriptor pool, 2^28, would refuse it at compile): check fails at the port,
+// as run would, before anything is allocated.
+TEST(CheckCommand, QueuesNoPoolCanHoldFailCheck) {
     const std::string path = ::testing::TempDir() + "/check_compile.yaml";
     std::ofstream(path) << R"(version: 1
 ports:
@@ -62,9 +68,9 @@ classifier: {heuristics: {default_class: other}}
     std::ostringstream out, err;
     EXPECT_EQ(run_check(path, out, err), 1) << out.str();
     EXPECT_EQ(out.str(), "");
-    EXPECT_NE(err.str().find(path + ": compile: tree of port 'a': field 'pool_packets'"),
-              std::string::npos)
+    EXPECT_NE(err.str().find(path + ":3:5: ports[0]: this port can hold "), std::string::npos)
         << err.str();
+    EXPECT_NE(err.str().find("more than a pool's 16777216"), std::string::npos) << err.str();
 }
 
 // A TX budget the root shaper's bucket cannot hold is the loader's to refuse, at file:line.

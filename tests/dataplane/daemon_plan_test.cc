@@ -137,6 +137,38 @@ TEST(RestartOnlyChanges, NamesPortsClassesLcoresAndHeuristics) {
         << changes[0];
 }
 
+// The pool exists once the daemon runs: a reload may raise leaf limits only as far as the
+// running pool share backs them, and an explicit `mempool` that differs needs a restart.
+TEST(RestartOnlyChanges, QueuesBeyondTheRunningPoolNeedARestart) {
+    const Parsed a = parse(policy_text(kTreeA));  // `out` sized to fit: 8191 (needs 5120)
+    ASSERT_EQ(a.policy->ports[1].mempool_mbufs, 8191u);
+    const Parsed fits =
+        parse(replaced(policy_text(kTreeA), "{name: other, kind: fifo, class: other, weight: 1}",
+                       "{name: other, kind: fifo, class: other, weight: 1, "
+                       "limit: {packets: 4000}}"));
+    auto changes = restart_only_changes(*a.policy, *fits.policy, a.compiled.classifier,
+                                        fits.compiled.classifier);
+    EXPECT_TRUE(changes.empty()) << changes.front();
+
+    const Parsed beyond =
+        parse(replaced(policy_text(kTreeA), "{name: other, kind: fifo, class: other, weight: 1}",
+                       "{name: other, kind: fifo, class: other, weight: 1, "
+                       "limit: {packets: 8000}}"));
+    changes = restart_only_changes(*a.policy, *beyond.policy, a.compiled.classifier,
+                                   beyond.compiled.classifier);
+    ASSERT_EQ(changes.size(), 1u);
+    EXPECT_EQ(changes[0],
+              "ports[out].mempool: the new queues and descriptor rings can hold 12096 mbufs, "
+              "more than the running 8191");
+
+    const Parsed given = parse(replaced(
+        policy_text(kTreeA), "tx_budget: 20000, rate:", "tx_budget: 20000, mempool: 9000, rate:"));
+    changes = restart_only_changes(*a.policy, *given.policy, a.compiled.classifier,
+                                   given.compiled.classifier);
+    ASSERT_EQ(changes.size(), 1u);
+    EXPECT_EQ(changes[0], "ports[out].mempool: 8191 -> 9000");
+}
+
 TEST(PlanEgressChange, NoneApplyOrRebuild) {
     const Parsed a = parse(policy_text(kTreeA));
     EXPECT_EQ(plan_egress_change(a.compiled.egress[0], a.compiled.egress[0], kClasses).change,

@@ -94,7 +94,7 @@ scheduler:
       kind: drr
       children:
         - {name: training, kind: fifo, class: training, weight: 4,
-           limit: {packets: 65536, bytes: 16MiB}}
+           limit: {packets: 16384, bytes: 16MiB}}
         - {name: other, kind: fifo, class: other, weight: 1}
 classifier:
   rules:
@@ -118,7 +118,7 @@ done
 # kernel's veth work it wakes) at a raised priority, as separate hosts would not compete.
 run_gateway() {  # run_gateway NS NAME CPU
     ip netns exec "$1" taskset -c "$3" nice -n 10 "$TWINLANE" --log-level info run --json --no-control \
-        -c "$2.yaml" --idle-exit never -- --no-huge --no-pci --no-shconf -m 256 \
+        -c "$2.yaml" --idle-exit never -- --no-huge --no-pci --no-shconf -m 512 \
         --file-prefix "tl$2" --log-level=error -l 0 >"report_$2.json" 2>"log_$2.txt" &
     PIDS+=($!)
 }

@@ -2,7 +2,7 @@
 set -euo pipefail
 
 # EAL arguments for a run without hugepages, PCI or shared config: safe to run several at once.
-EAL_BASE=(--no-huge --no-pci --no-shconf -m 512 --log-level=error)
+EAL_BASE=(--no-huge --no-pci --no-shconf -m 1024 --log-level=error)
 
 WORK=$(mktemp -d /tmp/twinlane-test.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
