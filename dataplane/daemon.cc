@@ -58,6 +58,26 @@ uint64_t still_queued(const Pipeline& p) {
     return queued;
 }
 
+// `--pace-input`: whether each input kept its timing. A frame read only after its arrival on
+// the modelled link was handed over late, and that wait counts as the pipeline's.
+void log_paced_inputs(const Pipeline& p) {
+    const double tsc_per_us = static_cast<double>(rte_get_tsc_hz()) / 1e6;
+    for (const std::unique_ptr<LcoreContext>& ctx : p.lcores) {
+        for (const RxTask& task : ctx->rx) {
+            if (!task.paced) continue;
+            const PacedInput& in = *task.paced;
+            const auto level = in.read_late() == 0 && in.unstamped() == 0 ? spdlog::level::info
+                                                                          : spdlog::level::warn;
+            spdlog::log(level,
+                        "paced input '{}'/{}: {} frames, {} read after their arrival on the link "
+                        "(at most {:.1f} us late), {} without a capture time",
+                        p.policy->ports[task.policy_port].name, task.queue, in.frames(),
+                        in.read_late(), static_cast<double>(in.max_late_tsc()) / tsc_per_us,
+                        in.unstamped());
+        }
+    }
+}
+
 }  // namespace
 
 std::unique_ptr<Daemon> Daemon::open(const DaemonOptions& options) {
@@ -149,6 +169,7 @@ bool Daemon::build(const LcorePlan& plan) {
         return false;
     }
     mbufs_at_start_ = pools_in_use(p);
+    p.pace_input_bps = options_.pace_input_bps;
     if (!start_ports(p, error) || !build_egress(p, plan, options_.lane_ring_slots, error) ||
         !build_lcores(p, plan, error) || !build_pfc(p, error)) {
         spdlog::error("{}", error);
@@ -239,7 +260,8 @@ int Daemon::report() {
     for (const conf::ClassPolicy& cls : p.policy->classes)
         report.class_names.push_back(cls.name);
     for (size_t i = 0; i < p.lcores.size(); ++i)  // roles_ as p.lcores
-        report.lcores.push_back({p.lcores[i]->lcore, roles_[i], loop_snapshot(*p.lcores[i]->counters)});
+        report.lcores.push_back(
+            {p.lcores[i]->lcore, roles_[i], loop_snapshot(*p.lcores[i]->counters)});
     report.counters = snapshot(counter_blocks(p), static_cast<uint32_t>(p.policy->ports.size()),
                                static_cast<uint32_t>(p.policy->classes.size()));
     report.queued = still_queued(p);
@@ -253,6 +275,7 @@ int Daemon::report() {
     report.mbufs_in_use_end = pools_in_use(p);
     report.mbufs_held_by_af_xdp = mbufs_held_by_af_xdp_;
     print_report(report, options_.json);
+    log_paced_inputs(p);
 
     const CounterSnapshot& c = report.counters;
     int rc = 0;

@@ -21,7 +21,8 @@ struct DaemonOptions {
     uint64_t duration_ns = 0;        // 0: until signalled / idle
     uint64_t stats_interval_ns = 0;  // 0: no periodic stats
     uint32_t lane_ring_slots = 1024;
-    bool control = true;                        // serve the control socket
+    uint64_t pace_input_bps = 0;  // --pace-input: RX frames handed over at their capture timing
+    bool control = true;          // serve the control socket
     std::optional<std::string> control_socket;  // instead of the policy's control.socket
     std::optional<uint16_t> metrics_port;       // instead of the policy's metrics.port; 0: off
     bool explicit_log_level = false;  // --log-level was given: the policy's log_level is ignored

@@ -254,7 +254,8 @@ struct RingAdmitter {
 
     void admit(uint8_t lane, const uint8_t* positions, uint32_t n) {
         rte_mbuf* run[kBurst];
-        for (uint32_t k = 0; k < n; ++k) run[k] = pkts[positions[k]];
+        for (uint32_t k = 0; k < n; ++k)
+            run[k] = pkts[positions[k]];
         const unsigned queued = rte_ring_enqueue_burst(
             task.lanes[lane], reinterpret_cast<void* const*>(run), n, nullptr);
         if (queued < n) [[unlikely]] {
@@ -275,8 +276,8 @@ void admit_local(EgressTask& e, const Burst& burst, rte_mbuf* const* pkts,
     const uint64_t tsc = rte_rdtsc();
     BurstSource source{pkts, results, pfc_tags, e.pfc_accounts, c};
     admission::SchedulerAdmission<BurstSource> admission(*e.scheduler, e.leaves, shared.lane_count,
-                                                         source, e.scratch_packets,
-                                                         e.scratch_drops, now_ns, e.governor.get());
+                                                         source, e.scratch_packets, e.scratch_drops,
+                                                         now_ns, e.governor.get());
     const uint32_t admitted = burst.admit(admission);
     e.admitted_in_pass += admitted;
     c.stages.sched_enqueue_cycles.add(rte_rdtsc() - tsc);
@@ -305,16 +306,25 @@ void publish_rx(const RxTask& task, const Burst& burst, uint16_t n, uint64_t rx_
 
 uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared) {
     rte_mbuf* pkts[kBurst];
-    const uint64_t call_tsc = task.rx_burst.enabled() ? rte_rdtsc() : 0;
-    const uint16_t received =
-        rte_eth_rx_burst(task.dpdk_port, task.queue, pkts, task.rx_burst.size());
-    if (received == 0) return 0;
-    // The burst arrived when the PMD handed it over. The pass's clock, read before rx_burst,
-    // charged every packet with the PMD's own time to fetch the burst (net_pcap reading 32
-    // frames from a file: inference p99 RX->TX 245-458 us run to completion, with the clock
-    // read here ...), and a second RX task's packets with the first task's whole burst.
-    const uint64_t rx_tsc = rte_rdtsc();
-    task.rx_burst.record(rx_tsc - call_tsc, received);
+    uint16_t received = 0;
+    uint64_t rx_tsc = 0;
+    if (task.paced) [[unlikely]] {
+        // Stamped with when the frames arrived on the modelled wire, not when they were read.
+        received =
+            task.paced->receive(task.dpdk_port, task.queue, task.rx_burst, pkts, kBurst, rx_tsc);
+        if (received == 0) return 0;
+    } else {
+        const uint64_t call_tsc = task.rx_burst.enabled() ? rte_rdtsc() : 0;
+        received = rte_eth_rx_burst(task.dpdk_port, task.queue, pkts, task.rx_burst.size());
+        if (received == 0) return 0;
+        // The burst arrived when the PMD handed it over. The pass's clock, read before
+        // rx_burst, charged every packet with the PMD's own time to fetch the burst (net_pcap
+        // reading 32 frames from a file: inference p99 RX->TX 245-458 us run to completion,
+        // with the clock read here ...), and a second RX task's packets with the first task's
+        // whole burst.
+        rx_tsc = rte_rdtsc();
+        task.rx_burst.record(rx_tsc - call_tsc, received);
+    }
     const uint64_t now_ns = shared.clock.ns(rx_tsc);
     LcoreCounters& c = *ctx.counters;
     // MAC control frames (PFC) are the PFC port's, never forwarded (counted received there).
@@ -404,8 +414,8 @@ uint32_t admit_lanes(EgressTask& e, LcoreCounters& c, const PipelineShared& shar
 // tallies come from `info` (the scheduler's descriptors, or e.held_info), not from the mbufs:
 // after rte_eth_tx_burst the sent mbufs belong to the PMD (net_null has already freed them),
 // and reading them before it was a cache miss (56% of offer's samples, perf, net_null 64 B).
-uint16_t offer(EgressTask& e, rte_mbuf** pkts, const TxInfo* info, uint16_t count,
-               LcoreCounters& c, const PipelineShared& shared, uint64_t now_ns) {
+uint16_t offer(EgressTask& e, rte_mbuf** pkts, const TxInfo* info, uint16_t count, LcoreCounters& c,
+               const PipelineShared& shared, uint64_t now_ns) {
     const uint16_t sent = rte_eth_tx_burst(e.dpdk_port, 0, pkts, count);
     TxTally tally(shared.lane_count);
     PfcTally pfc_out;
@@ -464,8 +474,8 @@ void drop_in_storm(EgressTask& e, const sched::Packet& p, LcoreCounters& c) {
 // rate and NIC backlog budget) and hands it to the NIC.
 uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared, uint64_t now_ns) {
     if (e.held_count != 0) {
-        const uint16_t sent = offer(e, e.held.data(), e.held_info.data(), e.held_count, c, shared,
-                                    now_ns);
+        const uint16_t sent =
+            offer(e, e.held.data(), e.held_info.data(), e.held_count, c, shared, now_ns);
         if (e.held_count != 0) return sent;  // the NIC is still full: keep order, add nothing
     }
     const uint64_t allowance = e.pacer.allowance_bytes(now_ns);
@@ -475,8 +485,8 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
     sched::Packet* pkts = e.scratch_packets.data();
     sched::DroppedPacket* drops = e.scratch_drops.data();
     const sched::DequeueResult r = e.scheduler->dequeue_burst(
-        pkts, kBurst, allowance - 1 + TxPacer::wire_bytes(e.max_frame_bytes), now_ns, drops,
-        kBurst, TxPacer::kWireCost);
+        pkts, kBurst, allowance - 1 + TxPacer::wire_bytes(e.max_frame_bytes), now_ns, drops, kBurst,
+        TxPacer::kWireCost);
     if (e.governor != nullptr && r.dropped != 0) [[unlikely]]
         e.governor->dropped(drops, r.dropped);
     free_drops(drops, r.dropped, c, e.pfc_accounts);
@@ -592,6 +602,8 @@ void discard_backlog(EgressTask& e, LcoreCounters& c, const PipelineShared& shar
 void shut_down(LcoreContext& ctx, PipelineShared& shared) {
     // This lcore's RX stages have finished their last burst: nothing more enters its lanes.
     if (!ctx.rx.empty()) shared.rx_lcores_running.fetch_sub(1, std::memory_order_release);
+    for (RxTask& task : ctx.rx)
+        if (task.paced) task.paced->free_staged();  // still on the modelled wire: never arrived
     LcoreCounters& c = *ctx.counters;
     const bool drain = shared.stop_mode == StopMode::drain;
     const uint64_t deadline_tsc =
@@ -644,9 +656,8 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
         const uint64_t admit_tsc = rte_rdtsc();
         if (received != 0) {
             // Less what rx_stage spent enqueueing into a local scheduler (counted there).
-            stages.rx_classify_cycles.add(admit_tsc - rx_tsc -
-                                          (stages.sched_enqueue_cycles.read() -
-                                           direct_enqueue_cycles));
+            stages.rx_classify_cycles.add(
+                admit_tsc - rx_tsc - (stages.sched_enqueue_cycles.read() - direct_enqueue_cycles));
             stages.rx_classify_packets.add(received);
         }
         uint32_t admitted = 0;

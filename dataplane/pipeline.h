@@ -2,9 +2,10 @@
 //
 //   rx_stage:    rte_eth_rx_burst (sized to the port's burst_time: burst_sizer.h) → headers
 //                linearised if multi-segment → classify_burst → stamp (mbuf metadata, DSCP
-//                remark) and bucket by lane (admission/classified_burst.h) → admit: one rte_ring per (egress port, class) lane, or
-//                straight into the scheduler when this lcore also runs the egress port
-//                (admission/scheduler_admission.h) → publish the burst's tallies
+//                remark) and bucket by lane (admission/classified_burst.h) → admit: one rte_ring
+//                per (egress port, class) lane, or straight into the scheduler when this lcore also
+//                runs the egress port (admission/scheduler_admission.h) → publish the burst's
+//                tallies
 //   sched stage: between-bursts updates → drain lanes, highest priority first, into the
 //                scheduler (lane_admission.h, the same scheduler admission) → dequeue within
 //                the TX pacer's allowance (port rate, NIC backlog budget) → rte_eth_tx_burst;
@@ -30,6 +31,7 @@
 #include "classifier/classifier.h"
 #include "dataplane/burst_sizer.h"
 #include "dataplane/lane_admission.h"
+#include "dataplane/paced_input.h"
 #include "dataplane/pfc_port.h"
 #include "dataplane/pipeline_counters.h"
 #include "dataplane/tsc_clock.h"
@@ -71,9 +73,10 @@ struct RxTask {
     // straight into its scheduler, skipping the lane rings. The scheduler orders them by
     // priority all the same; rings only exist to cross lcores.
     struct EgressTask* local_egress = nullptr;
-    PfcRx pfc;                     // MAC control frames; lossless packets' tags
+    PfcRx pfc;                                  // MAC control frames; lossless packets' tags
     const PfcAccounts* pfc_accounts = nullptr;  // the egress tree's (to count tags in)
-    BurstSizer rx_burst{kBurst};   // how many packets one rx_burst asks for (port burst_time)
+    BurstSizer rx_burst{kBurst};        // how many packets one rx_burst asks for (port burst_time)
+    std::unique_ptr<PacedInput> paced;  // `--pace-input`: frames handed over when due
 };
 
 // What TX accounting needs of a packet, taken from its scheduler descriptor.
@@ -96,7 +99,7 @@ struct EgressTask {
     admission::LeafMap leaves;  // (class, job) -> leaf of `scheduler`
     TxPacer pacer{1, 1};
     uint32_t max_frame_bytes = 1518;
-    std::array<rte_mbuf*, kBurst> held{};  // refused by the NIC, oldest first
+    std::array<rte_mbuf*, kBurst> held{};    // refused by the NIC, oldest first
     std::array<TxInfo, kBurst> held_info{};  // what the TX tallies need of each held packet
     uint16_t held_count = 0;
     // Scratch for one scheduler call. Members, not locals: the descriptors' default member
@@ -113,15 +116,15 @@ struct EgressTask {
     // The tree's SLOs (slo/governor.h), when the policy has any for it: measured at dequeue,
     // acted on at admission and between bursts, by this lcore. Null: nothing runs.
     std::unique_ptr<slo::SloGovernor> governor;
-    PfcPort pfc;                // this port's PFC, when software
-    PfcAccounts pfc_accounts;   // tags of the lossless packets in this tree
+    PfcPort pfc;               // this port's PFC, when software
+    PfcAccounts pfc_accounts;  // tags of the lossless packets in this tree
 };
 
 struct LcoreContext {
     uint32_t lcore = 0;
     std::vector<RxTask> rx;
     std::vector<EgressTask*> egress;
-    std::unique_ptr<classifier::Classifier> classifier;  // set iff rx is non-empty
+    std::unique_ptr<classifier::Classifier> classifier;      // set iff rx is non-empty
     std::array<classifier::Result, kBurst> scratch_results;  // one classify_burst (see above)
     UpdateMailbox<ClassifierUpdate> classifier_updates;
     std::unique_ptr<LcoreCounters> counters = std::make_unique<LcoreCounters>();

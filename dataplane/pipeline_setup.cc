@@ -5,6 +5,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_mbuf_dyn.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -37,6 +38,11 @@ std::vector<uint8_t> lane_order(const conf::CompiledEgress& egress) {
 }
 
 // The port's burst_time in TSC cycles (0: full bursts always).
+bool forwards(const Pipeline& p, size_t port) {
+    return std::any_of(p.policy->forwarding.begin(), p.policy->forwarding.end(),
+                       [&](const conf::ForwardingPolicy& f) { return f.from_port == port; });
+}
+
 uint64_t burst_cycles(const conf::PortPolicy& port) {
     return TscClock(0, rte_get_tsc_hz()).tsc_for_ns(port.burst_time_ns);
 }
@@ -153,13 +159,20 @@ bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
 }
 
 bool start_ports(Pipeline& p, std::string& error) {
+    if (p.pace_input_bps != 0 &&
+        rte_mbuf_dyn_rx_timestamp_register(&p.rx_timestamp_offset, &p.rx_timestamp_flag) != 0) {
+        error = std::string("--pace-input: cannot register the RX timestamp field: ") +
+                rte_strerror(rte_errno);
+        return false;
+    }
     for (size_t i = 0; i < p.policy->ports.size(); ++i) {
         const conf::PortPolicy& port = p.policy->ports[i];
         const PortSettings settings{.rx_queues = port.rx_queues,
                                     .tx_queues = port.tx_queues,
                                     .rx_descriptors = port.rx_descriptors,
                                     .tx_descriptors = port.tx_descriptors,
-                                    .mtu = port.mtu};
+                                    .mtu = port.mtu,
+                                    .rx_timestamps = p.pace_input_bps != 0 && forwards(p, i)};
         std::string reason;
         if (!start_port(p.dpdk_ports[i], settings, p.pools[socket_of(p.dpdk_ports[i])].get(),
                         reason)) {
@@ -263,6 +276,11 @@ bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error) {
             task.queue = q.queue;
             task.policy_port = static_cast<uint16_t>(q.port);
             task.rx_burst = BurstSizer(burst_cycles(p.policy->ports[q.port]), kBurst);
+            if (p.pace_input_bps != 0) {
+                task.paced = std::make_unique<PacedInput>(
+                    rte_get_tsc_hz(), p.pace_input_bps, p.rx_timestamp_offset, p.rx_timestamp_flag,
+                    rx_timestamp_unit_ns(task.dpdk_port));
+            }
             task.lanes = p.egress[*p.egress_of[forward->to_port]]->lanes;
             ctx->rx.push_back(std::move(task));
         }

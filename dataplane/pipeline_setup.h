@@ -43,6 +43,11 @@ struct Pipeline {
     std::vector<std::unique_ptr<LcoreContext>> lcores;
     std::vector<uint16_t> started_ports;
     PipelineShared shared;
+    // `--pace-input`: every RX port's frames are handed over at their capture timing,
+    // serialised at this rate (paced_input.h); 0: as fast as they are read.
+    uint64_t pace_input_bps = 0;
+    int rx_timestamp_offset = -1;
+    uint64_t rx_timestamp_flag = 0;
 
     ~Pipeline() {
         for (uint16_t port : started_ports)

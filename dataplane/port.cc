@@ -24,9 +24,11 @@ bool find_port(const std::string& device_name, uint16_t& port_id, std::string& e
     if (rte_eth_dev_get_port_by_name(device_name.c_str(), &port_id) == 0) return true;
     error = "no DPDK port named '" + device_name + "' (available:";
     uint16_t id = 0;
-    RTE_ETH_FOREACH_DEV(id) { error += " " + port_name(id); }
-    error += rte_eth_dev_count_avail() == 0 ? " none; pass devices after --, e.g. --vdev=...)"
-                                            : ")";
+    RTE_ETH_FOREACH_DEV(id) {
+        error += " " + port_name(id);
+    }
+    error +=
+        rte_eth_dev_count_avail() == 0 ? " none; pass devices after --, e.g. --vdev=...)" : ")";
     return false;
 }
 
@@ -63,6 +65,10 @@ bool start_port(uint16_t port_id, const PortSettings& settings, rte_mempool* poo
         conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
     if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
         conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    // DPDK 22.11's net_pcap stamps every frame (in microseconds) without offering the offload;
+    // later versions offer it and stamp in nanoseconds (rx_timestamp_unit_ns).
+    if (settings.rx_timestamps && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP))
+        conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
 
     const uint16_t rxq = std::min<uint16_t>(settings.rx_queues, info.max_rx_queues);
     const uint16_t txq = std::min<uint16_t>(settings.tx_queues, info.max_tx_queues);
@@ -114,6 +120,12 @@ bool start_port(uint16_t port_id, const PortSettings& settings, rte_mempool* poo
     }
     rte_eth_promiscuous_enable(port_id);  // a gateway forwards frames for other hosts
     return true;
+}
+
+uint64_t rx_timestamp_unit_ns(uint16_t port_id) {
+    rte_eth_dev_info info{};
+    if (rte_eth_dev_info_get(port_id, &info) != 0) return 1;
+    return (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP) != 0 ? 1 : 1000;
 }
 
 void stop_port(uint16_t port_id) {

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "conf/units.h"
+#include "dataplane/daemon.h"
 #include "dataplane/eal.h"
 #include "dataplane/fifo_forwarder.h"
-#include "dataplane/daemon.h"
 #include "dataplane/port.h"
 #include "dataplane/stop_signal.h"
 
@@ -32,6 +32,7 @@ struct RunArgs {
     double duration_s = 0;
     double stats_interval_s = 0;
     uint32_t lane_ring_slots = 1024;
+    std::string pace_input;
     std::string in_port;
     std::string out_port;
     uint32_t fifo_packets = 4096;
@@ -120,6 +121,15 @@ int run_policy(const RunArgs& args) {
     options.duration_ns = static_cast<uint64_t>(args.duration_s * 1e9);
     options.stats_interval_ns = static_cast<uint64_t>(args.stats_interval_s * 1e9);
     options.lane_ring_slots = args.lane_ring_slots;
+    if (!args.pace_input.empty()) {
+        auto rate = conf::parse_rate_bits_per_sec(args.pace_input);
+        if (!rate || *rate == 0) {
+            spdlog::error("--pace-input {}: {}", args.pace_input,
+                          rate ? std::string("must be above 0") : rate.error());
+            return 2;
+        }
+        options.pace_input_bps = *rate;
+    }
     options.control = !args.no_control;
     options.watch_policy = args.watch_policy;
     if (!args.control_socket.empty()) options.control_socket = args.control_socket;
@@ -221,6 +231,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
                     "Slots per (egress port, class) ring between RX and scheduler (-c)")
         ->check(CLI::Range(64u, 1u << 20))
         ->capture_default_str();
+    cmd->add_option("--pace-input", args->pace_input,
+                    "Hand each input frame over at its capture timing, serialised at this link "
+                    "rate (e.g. 25G), and time it from its arrival on that link (-c; net_pcap "
+                    "inputs)");
     cmd->add_option("--in", args->in_port, "Input port by DPDK device name (default: first port)");
     cmd->add_option("--out", args->out_port,
                     "Output port by DPDK device name (default: second port)");

@@ -4,7 +4,8 @@
 // capture's timestamps record when sources sent, not what one ingress link can deliver: a
 // generated trace bursts far above any link, and a real ingress port never does. The first
 // frame is due at 0; a frame stamped before the first is due at once, so a capture whose clock
-// stepped back is sent in file order. Pure, in TSC ticks; used by `twinlane send`.
+// stepped back is sent in file order. Pure, in TSC ticks; used by `twinlane send` and by
+// `twinlane run --pace-input` (paced_input.h).
 #pragma once
 
 #include <algorithm>
@@ -15,12 +16,13 @@
 namespace twinlane::dataplane {
 
 class TraceSchedule {
-public:
+  public:
     // link_bps 0: no link limit.
     TraceSchedule(uint64_t tsc_hz, double speed, uint64_t link_bps)
         : tsc_per_trace_ns_(static_cast<double>(tsc_hz) / 1e9 / speed),
-          tsc_per_wire_byte_(link_bps == 0 ? 0.0 : static_cast<double>(tsc_hz) * 8 /
-                                                        static_cast<double>(link_bps)) {}
+          tsc_per_wire_byte_(link_bps == 0 ? 0.0
+                                           : static_cast<double>(tsc_hz) * 8 /
+                                                 static_cast<double>(link_bps)) {}
 
     // The next frame's due time, in ticks after the first frame's; frames in file order.
     uint64_t next(uint64_t timestamp_ns, uint32_t wire_length) {
@@ -33,13 +35,16 @@ public:
         const auto recorded =
             static_cast<uint64_t>(static_cast<double>(gap_ns) * tsc_per_trace_ns_);
         const uint64_t due = std::max(recorded, link_free_);
-        link_free_ = due + static_cast<uint64_t>(
-                               static_cast<double>(TxPacer::wire_bytes(wire_length)) *
-                               tsc_per_wire_byte_);
+        link_free_ =
+            due + static_cast<uint64_t>(static_cast<double>(TxPacer::wire_bytes(wire_length)) *
+                                        tsc_per_wire_byte_);
         return due;
     }
 
-private:
+    // When the link has carried the last frame given to next(): its arrival at the far end.
+    uint64_t last_end() const { return link_free_; }
+
+  private:
     double tsc_per_trace_ns_;
     double tsc_per_wire_byte_;
     bool started_ = false;

@@ -9,6 +9,10 @@
 #   RUNS=3 DURATION=200ms tools/bench_realtime_latency.sh   (defaults; the medians are printed)
 #   SUMMARY=FILE   also write every run's numbers as JSON (the integration test reads it)
 #   RATE=5G        the trace's link rate and both ports' rates (default 10G)
+#   PACE=25G       `twinlane run --pace-input 25G`: the trace is handed over at its capture
+#                  timing serialised at 25G, latency counted from each frame's arrival on that
+#                  link (dataplane/README.md, "Paced input"); the log line on frames read late
+#                  is printed per run
 # A --benchmark_min_time argument (tools/test.sh passes one to every benchmark) makes it a brief
 # run: one run per case of a 50 ms trace.
 #
@@ -129,12 +133,16 @@ run() {
     local lcores=auto eal_lcores=0-1
     if [ "$2" = single ]; then lcores="{single: 1}" eal_lcores=1; fi
     policy "$1" "$lcores"
-    timeout 120 "$twinlane" --log-level warn run --json --no-control -c "policy-$1-$2.yaml" \
+    timeout 120 "$twinlane" --log-level warn run --json --no-control ${PACE:+--pace-input "$PACE"} \
+        -c "policy-$1-$2.yaml" \
         -- "${eal[@]}" -l "$eal_lcores" >"$1-$2-$3.json" 2>"$1-$2-$3.err" &
     local pid=$! rc=0
     python3 "$work/schedstat.py" "$pid" "$1-$2-$3.sched"
     wait "$pid" || rc=$?
     [ "$rc" -eq 0 ] || { echo "twinlane run ($1, $2) failed: $(cat "$1-$2-$3.err")" >&2; exit 1; }
+    if [ -n "${PACE:-}" ]; then  # logged as a warning when frames were read late
+        echo "  $1 $2 run $3: $(grep -o "paced input.*" "$1-$2-$3.err" || echo "paced input: no frame read late")"
+    fi
 }
 
 # Alternated, so that a slower moment of a shared machine does not fall on one case only.
@@ -145,7 +153,7 @@ for n in $(seq "$runs"); do
 done
 
 python3 - "$runs" "${SUMMARY:-}" "$duration" "$rate" "$rate_bps" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 runs, summary_path, duration, rate_text = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 FRAME_US = (9000 + 18) * 8 / int(sys.argv[5]) * 1e6  # one maximum frame (mtu 9000) at the port rate
 GOAL_US = FRAME_US + 10
@@ -183,8 +191,10 @@ for layout in LAYOUTS:
         rows[(layout, kind)] = med
         out["cases"].append({"layout": layout, "policy": kind, "class": cls, "median": med,
                              "runs": lat})
+pace = os.environ.get("PACE", "")
 print(f"inference RX->TX latency, training at 110% of a {rate_text} egress, inference 5% "
-      f"({duration} trace, median of {runs} run(s)), us")
+      f"({duration} trace, median of {runs} run(s), "
+      f"{'paced at ' + pace if pace else 'read as fast as polled'}), us")
 print(f"{'layout':30} {'policy':9} {'p50':>8} {'p99':>8} {'p999':>8} {'max':>9} "
       f"{'FIFO/twinlane p99':>18}")
 for layout, label in LAYOUTS.items():

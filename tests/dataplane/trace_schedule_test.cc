@@ -42,5 +42,18 @@ TEST(TraceSchedule, AFrameStampedBeforeTheFirstIsDueAtOnceInFileOrder) {
     EXPECT_EQ(linked.next(999'000, 1226), 2'000u);  // after the frame before it, not earlier
 }
 
+// `twinlane run --pace-input` stamps a frame with its arrival: when its last byte is in.
+TEST(TraceSchedule, LastEndIsWhenTheLinkHasCarriedTheFrame) {
+    TraceSchedule s(kHz, 1.0, 10'000'000'000ULL);
+    s.next(0, 1226);
+    EXPECT_EQ(s.last_end(), 2'000u);
+    s.next(10'000, 1226);
+    EXPECT_EQ(s.last_end(), 22'000u);
+    TraceSchedule unlimited(kHz, 1.0, 0);  // no link: a frame arrives at its recorded time
+    unlimited.next(0, 1226);
+    unlimited.next(1'000, 1226);
+    EXPECT_EQ(unlimited.last_end(), 2'000u);
+}
+
 }  // namespace
 }  // namespace twinlane::dataplane

@@ -1,0 +1,70 @@
+// A capture fed to the pipeline as a wire would deliver it (`twinlane run --pace-input RATE`):
+// frames are read ahead from the RX queue (net_pcap stamps each with its capture time) and
+// handed over only once due, at their recorded timing serialised at RATE (trace_schedule.h),
+// stamped with when their last byte arrived rather than when they were read. Without it a
+// pcap input runs as fast as the lcore reads it, so frames that read quickly (small ones)
+// arrive closer together than on any link and their queueing is the input's, not the
+// pipeline's. The read-ahead still costs the lcore its copies, as a NIC's descriptors do not.
+// Per RX task, used only by the lcore that owns the task; no allocation after construction.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <array>
+#include <cstdint>
+
+#include "dataplane/burst_sizer.h"
+#include "dataplane/trace_schedule.h"
+
+namespace twinlane::dataplane {
+
+class PacedInput {
+  public:
+    static constexpr uint16_t kAhead = 256;  // frames read before they are due
+
+    // `timestamp_offset`/`timestamp_flag`: DPDK's RX timestamp dynfield and flag; its values
+    // count `timestamp_unit_ns` each (port.h, rx_timestamp_unit_ns).
+    PacedInput(uint64_t tsc_hz, uint64_t link_bps, int timestamp_offset, uint64_t timestamp_flag,
+               uint64_t timestamp_unit_ns)
+        : schedule_(tsc_hz, 1.0, link_bps),
+          timestamp_offset_(timestamp_offset),
+          timestamp_flag_(timestamp_flag),
+          timestamp_unit_ns_(timestamp_unit_ns) {}
+
+    // Tops the read-ahead up (one rx_burst sized by `sizer`, when it is below half), then moves
+    // the frames due by now, at most `max`, to `out`. `arrival_tsc` gets the earliest arrival
+    // among them: the burst is stamped with it, which over-counts later frames of the same
+    // pass by at most the pass, never under-counts.
+    uint16_t receive(uint16_t port, uint16_t queue, BurstSizer& sizer, rte_mbuf** out, uint16_t max,
+                     uint64_t& arrival_tsc);
+
+    uint64_t frames() const { return frames_; }
+    // Frames read only after they were due (the lcore fell behind the wire), and by how much
+    // at most: the input did not keep its timing for these.
+    uint64_t read_late() const { return read_late_; }
+    uint64_t max_late_tsc() const { return max_late_tsc_; }
+    // Frames the PMD gave no capture time: they arrived when read.
+    uint64_t unstamped() const { return unstamped_; }
+    uint32_t staged() const { return count_; }
+
+    // At shutdown: frames read but not yet due never arrived; freed, not counted received.
+    void free_staged();
+
+  private:
+    TraceSchedule schedule_;
+    int timestamp_offset_;
+    uint64_t timestamp_flag_;
+    uint64_t timestamp_unit_ns_;
+    bool started_ = false;
+    uint64_t origin_tsc_ = 0;  // the first frame's due time
+    std::array<rte_mbuf*, kAhead> staged_{};
+    std::array<uint64_t, kAhead> arrival_{};
+    uint32_t head_ = 0;
+    uint32_t count_ = 0;
+    uint64_t frames_ = 0;
+    uint64_t read_late_ = 0;
+    uint64_t max_late_tsc_ = 0;
+    uint64_t unstamped_ = 0;
+};
+
+}  // namespace twinlane::dataplane
