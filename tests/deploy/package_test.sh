@@ -93,7 +93,7 @@ twinlane-xdp-config --help >/dev/null || fail "twinlane-xdp-config --help"
 # The installed binary with the archive's DPDK (its PMDs from the plugin directory).
 timeout 60 twinlane --log-level warn run --json --duration 1 --no-control --metrics-port 0 \
     -c /usr/share/doc/twinlane/examples/default.yaml -- --no-huge --no-pci --no-shconf \
-    -m 512 -l 0-1 --log-level=error --file-prefix "tl-pkg-$$" >"$WORK/run.json" 2>"$WORK/run.log" ||
+    -m 1024 -l 0-1 --log-level=error --file-prefix "tl-pkg-$$" >"$WORK/run.json" 2>"$WORK/run.log" ||
     fail "installed twinlane run on null devices: $(tail -5 "$WORK/run.log")"
 python3 - "$WORK/run.json" <<'PY' || fail "installed twinlane forwarded nothing: $(cat "$WORK/run.json")"
 import json, sys
