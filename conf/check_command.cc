@@ -41,16 +41,15 @@ void print_lossless(const Policy& policy, std::ostream& out) {
 }
 
 // Per port: the mbufs it adds to its socket's pool, what they must hold, and about how much
-// memory (hugepages) that is: DPDK's 2176-byte buffer plus the mbuf header and the pool's own.
+// memory (hugepages) that is.
 void print_mempools(const Policy& policy, std::ostream& out) {
-    constexpr uint64_t kBytesPerMbuf = 2176 + 128 + 64;
     for (size_t i = 0; i < policy.ports.size(); ++i) {
         const PortPolicy& port = policy.ports[i];
         const PortMbufDemand demand = port_mbuf_demand(policy, i);
         out << "port '" << port.name << "': mempool " << port.mempool_mbufs << " mbufs ("
             << (port.mempool_given ? "as given" : "sized to fit") << "; descriptor rings "
             << demand.descriptors << ", queues " << demand.queues << "), about "
-            << ((port.mempool_mbufs * kBytesPerMbuf + (1 << 20) - 1) >> 20) << " MiB\n";
+            << mbufs_mib(port.mempool_mbufs) << " MiB\n";
     }
 }
 

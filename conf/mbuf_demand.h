@@ -14,6 +14,14 @@ namespace twinlane::conf {
 // The data room of one pool mbuf (DPDK's RTE_MBUF_DEFAULT_DATAROOM; dataplane/ checks they are
 // equal): a larger frame is received as a chain of mbufs.
 inline constexpr uint32_t kMbufDataRoomBytes = 2048;
+// Memory one pool mbuf takes: DPDK's 2176-byte buffer (headroom + data room), the 128-byte
+// mbuf header and the mempool's own object header (dataplane/ checks the buffer size).
+inline constexpr uint64_t kMbufFootprintBytes = 2176 + 128 + 64;
+
+constexpr uint64_t mbufs_mib(uint64_t mbufs) {
+    return (mbufs * kMbufFootprintBytes + (1 << 20) - 1) >> 20;
+}
+
 // The pool size of a port whose policy gives none and whose queues need less.
 inline constexpr uint32_t kMinAutoMempoolMbufs = 8191;
 

@@ -78,6 +78,7 @@ uint64_t pools_in_use(const Pipeline& p) {
 }
 
 static_assert(conf::kMbufDataRoomBytes == RTE_MBUF_DEFAULT_DATAROOM);
+static_assert(conf::kMbufFootprintBytes == RTE_MBUF_DEFAULT_BUF_SIZE + sizeof(rte_mbuf) + 64);
 constexpr unsigned kPoolCacheMbufs = 256;
 
 namespace {
@@ -141,7 +142,7 @@ bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
             pool = rte_pktmbuf_pool_create(name.c_str(), n, kPoolCacheMbufs, 0,
                                            RTE_MBUF_DEFAULT_BUF_SIZE, socket);
         if (pool == nullptr) {
-            const uint64_t mib = count * (sizeof(rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE + 64) >> 20;
+            const uint64_t mib = conf::mbufs_mib(count);
             error = "cannot create a pool of " + std::to_string(count) + " mbufs (about " +
                     std::to_string(mib) + " MiB) on socket " + std::to_string(socket) + ": " +
                     rte_strerror(rte_errno) +
