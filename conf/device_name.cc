@@ -48,4 +48,17 @@ std::optional<DeviceName> parse_device(std::string_view text) {
     return device;
 }
 
+std::vector<std::string> pcap_input_files(std::string_view device) {
+    std::vector<std::string> files;
+    if (!device.starts_with("net_pcap")) return files;
+    size_t start = device.find(',');
+    while (start != std::string_view::npos) {
+        const size_t end = device.find(',', start + 1);
+        const std::string_view arg = device.substr(start + 1, end - start - 1);
+        if (arg.starts_with("rx_pcap=")) files.emplace_back(arg.substr(8));
+        start = end;
+    }
+    return files;
+}
+
 }  // namespace twinlane::conf

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace twinlane::conf {
 
@@ -28,5 +29,9 @@ struct DeviceName {
 
 // The parsed device, or nothing when `text` is neither a PCI address nor a vdev.
 std::optional<DeviceName> parse_device(std::string_view text);
+
+// The capture files a pcap vdev reads (its `rx_pcap=` arguments, one per RX queue, in order);
+// none for any other device.
+std::vector<std::string> pcap_input_files(std::string_view device);
 
 }  // namespace twinlane::conf

@@ -12,6 +12,7 @@
 #include "conf/compile.h"
 #include "conf/load_policy.h"
 #include "dataplane/device_probe.h"
+#include "dataplane/housekeeping_cpus.h"
 #include "dataplane/packet_meta.h"
 #include "dataplane/policy_reload.h"
 #include "dataplane/port.h"
@@ -96,6 +97,13 @@ std::unique_ptr<Daemon> Daemon::open(const DaemonOptions& options) {
     const std::optional<LcorePlan> plan = daemon->plan_roles();
     if (!plan || !daemon->build(*plan)) return nullptr;
     std::string error;
+    // From here the main thread starts the daemon's own threads (housekeeping_cpus.h).
+    const cpu_set_t housekeeping = housekeeping_cpus(daemon->eal_->process_cpus());
+    if (!move_calling_thread(housekeeping, error)) {
+        spdlog::error("{}", error);
+        return nullptr;
+    }
+    spdlog::info("daemon threads on CPUs {}", cpu_list(housekeeping));
     if (!daemon->surfaces_.start(*daemon->pipeline_, options, daemon_roles(*daemon->pipeline_),
                                  error)) {
         spdlog::error("{}", error);
@@ -164,14 +172,16 @@ std::optional<LcorePlan> Daemon::plan_roles() const {
 bool Daemon::build(const LcorePlan& plan) {
     Pipeline& p = *pipeline_;
     std::string error;
-    if (!create_pools(p, plan, options_.lane_ring_slots, error)) {
+    p.pace_input_bps = options_.pace_input_bps;
+    p.preload_input = options_.preload_input;
+    if ((p.preload_input && !size_preloaded_inputs(p, error)) ||
+        !create_pools(p, plan, options_.lane_ring_slots, error)) {
         spdlog::error("{}", error);
         return false;
     }
     mbufs_at_start_ = pools_in_use(p);
-    p.pace_input_bps = options_.pace_input_bps;
     if (!start_ports(p, error) || !build_egress(p, plan, options_.lane_ring_slots, error) ||
-        !build_lcores(p, plan, error) || !build_pfc(p, error)) {
+        !build_lcores(p, plan, error) || !build_pfc(p, error) || !preload_inputs(p, error)) {
         spdlog::error("{}", error);
         return false;
     }
@@ -237,7 +247,10 @@ void Daemon::launch_and_wait() {
             request_stop();
         }
     }
-    if (main_context != nullptr) run_lcore(*main_context, p.shared);
+    if (main_context != nullptr) {
+        pin_to_main_lcore();
+        run_lcore(*main_context, p.shared);
+    }
     // Sleep, not spin, while the workers run: rte_eal_mp_wait_lcore busy-waits, and a main
     // lcore without a role (e.g. `-l 0-1` with one forwarding lcore) then took a CPU the
     // machine may not have to spare (2 vCPUs: the forwarding lcore ran at half its rate).

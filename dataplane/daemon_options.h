@@ -22,6 +22,7 @@ struct DaemonOptions {
     uint64_t stats_interval_ns = 0;  // 0: no periodic stats
     uint32_t lane_ring_slots = 1024;
     uint64_t pace_input_bps = 0;  // --pace-input: RX frames handed over at their capture timing
+    bool preload_input = false;   // --preload-input: the paced captures read before the run
     bool control = true;          // serve the control socket
     std::optional<std::string> control_socket;  // instead of the policy's control.socket
     std::optional<uint16_t> metrics_port;       // instead of the policy's metrics.port; 0: off

@@ -37,26 +37,24 @@ namespace {
 // garbage. Refused up front with what to do instead; unreadable files and pipes are left to
 // the PMD, which reports them.
 bool check_pcap_input(const conf::PortPolicy& port, std::string& error) {
-    if (port.device.rfind("net_pcap", 0) != 0) return true;
-    const size_t at = port.device.find("rx_pcap=");
-    if (at == std::string::npos) return true;
-    const size_t start = at + 8;
-    const std::string path = port.device.substr(start, port.device.find(',', start) - start);
-    // Regular files only: reading a FIFO's header here would take it from the PMD.
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return true;
-    char errbuf[PCAP_ERRBUF_SIZE] = {};
-    pcap_t* handle = pcap_open_offline(path.c_str(), errbuf);
-    if (handle == nullptr) return true;
-    const int link_type = pcap_datalink(handle);
-    pcap_close(handle);
-    if (link_type == DLT_EN10MB) return true;
-    const char* link_name = pcap_datalink_val_to_name(link_type);
-    error = "port '" + port.name + "': rx_pcap '" + path + "' has link type " +
-            (link_name ? link_name : "?") + " (" + std::to_string(link_type) +
-            "); the pcap device reads only Ethernet captures (capture with tcpdump -i IFACE, "
-            "not -i any; `twinlane replay` reads this file as it is)";
-    return false;
+    for (const std::string& path : conf::pcap_input_files(port.device)) {
+        // Regular files only: reading a FIFO's header here would take it from the PMD.
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        char errbuf[PCAP_ERRBUF_SIZE] = {};
+        pcap_t* handle = pcap_open_offline(path.c_str(), errbuf);
+        if (handle == nullptr) continue;
+        const int link_type = pcap_datalink(handle);
+        pcap_close(handle);
+        if (link_type == DLT_EN10MB) continue;
+        const char* link_name = pcap_datalink_val_to_name(link_type);
+        error = "port '" + port.name + "': rx_pcap '" + path + "' has link type " +
+                (link_name ? link_name : "?") + " (" + std::to_string(link_type) +
+                "); the pcap device reads only Ethernet captures (capture with tcpdump -i "
+                "IFACE, not -i any; `twinlane replay` reads this file as it is)";
+        return false;
+    }
+    return true;
 }
 
 // The DPDK port of a policy port: already probed (PCI, or a --vdev the user passed), else

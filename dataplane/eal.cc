@@ -15,6 +15,8 @@ Eal::Eal(const std::vector<std::string>& args) {
     for (auto& a : owned) argv.push_back(a.data());
     argv.push_back(nullptr);
 
+    CPU_ZERO(&process_cpus_);
+    sched_getaffinity(0, sizeof(process_cpus_), &process_cpus_);
     int rc = rte_eal_init(static_cast<int>(owned.size()), argv.data());
     if (rc < 0) {
         error_ = std::string("EAL initialisation failed: ") + rte_strerror(rte_errno);

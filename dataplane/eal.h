@@ -2,6 +2,8 @@
 // clean it up when the owner goes out of scope. One per process; not thread-safe.
 #pragma once
 
+#include <sched.h>
+
 #include <string>
 #include <vector>
 
@@ -18,9 +20,12 @@ public:
 
     bool ok() const { return ok_; }
     const std::string& error() const { return error_; }
+    // The CPUs the process could use before EAL pinned this thread to the main lcore's.
+    const cpu_set_t& process_cpus() const { return process_cpus_; }
 
 private:
     bool ok_ = false;
+    cpu_set_t process_cpus_{};
     std::string error_;
 };
 

@@ -4,14 +4,17 @@
 // stamped with when their last byte arrived rather than when they were read. Without it a
 // pcap input runs as fast as the lcore reads it, so frames that read quickly (small ones)
 // arrive closer together than on any link and their queueing is the input's, not the
-// pipeline's. The read-ahead still costs the lcore its copies, as a NIC's descriptors do not.
+// pipeline's. Read ahead during the run, the lcore still pays the PMD's copies (net_pcap: a
+// read() per frame), as a NIC's descriptors do not; `--preload-input` reads the whole capture
+// before the run instead, so that handing a frame over costs what a NIC's RX does.
 // Per RX task, used only by the lcore that owns the task; no allocation after construction.
 #pragma once
 
 #include <rte_mbuf.h>
 
-#include <array>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "dataplane/burst_sizer.h"
 #include "dataplane/trace_schedule.h"
@@ -20,30 +23,40 @@ namespace twinlane::dataplane {
 
 class PacedInput {
   public:
-    static constexpr uint16_t kAhead = 256;  // frames read before they are due
+    static constexpr uint32_t kAhead = 256;  // frames read before they are due, during the run
 
     // `timestamp_offset`/`timestamp_flag`: DPDK's RX timestamp dynfield and flag; its values
-    // count `timestamp_unit_ns` each (port.h, rx_timestamp_unit_ns).
+    // count `timestamp_unit_ns` each (port.h, rx_timestamp_unit_ns). `capacity`: frames held
+    // at once; for a preloaded input, at least the capture's frames.
     PacedInput(uint64_t tsc_hz, uint64_t link_bps, int timestamp_offset, uint64_t timestamp_flag,
-               uint64_t timestamp_unit_ns)
+               uint64_t timestamp_unit_ns, uint32_t capacity = kAhead)
         : schedule_(tsc_hz, 1.0, link_bps),
           timestamp_offset_(timestamp_offset),
           timestamp_flag_(timestamp_flag),
-          timestamp_unit_ns_(timestamp_unit_ns) {}
+          timestamp_unit_ns_(timestamp_unit_ns),
+          staged_(capacity),
+          arrival_(capacity) {}
 
-    // Tops the read-ahead up (one rx_burst sized by `sizer`, when it is below half), then moves
-    // the frames due by now, at most `max`, to `out`. `arrival_tsc` gets the earliest arrival
-    // among them: the burst is stamped with it, which over-counts later frames of the same
-    // pass by at most the pass, never under-counts.
+    // Before the run (not on the lcore): reads the queue to its end. The capture's clock then
+    // starts at the first receive(). False with `error` if the frames did not fit (capacity,
+    // or the pool ran dry: rx_nombuf grew).
+    bool preload(uint16_t port, uint16_t queue, std::string& error);
+
+    // Tops the read-ahead up (one rx_burst sized by `sizer`, when it is below half; nothing
+    // once preloaded), then moves the frames due by now, at most `max`, to `out`.
+    // `arrival_tsc` gets the earliest arrival among them: the burst is stamped with it, which
+    // over-counts later frames of the same pass by at most the pass, never under-counts.
     uint16_t receive(uint16_t port, uint16_t queue, BurstSizer& sizer, rte_mbuf** out, uint16_t max,
                      uint64_t& arrival_tsc);
 
     uint64_t frames() const { return frames_; }
+    bool preloaded() const { return preloaded_; }
     // Frames read only after they were due (the lcore fell behind the wire), and by how much
     // at most: the input did not keep its timing for these.
     uint64_t read_late() const { return read_late_; }
     uint64_t max_late_tsc() const { return max_late_tsc_; }
-    // Frames the PMD gave no capture time: they arrived when read.
+    // Frames the PMD gave no capture time: they arrived when read (preloaded: with the frame
+    // before them).
     uint64_t unstamped() const { return unstamped_; }
     uint32_t staged() const { return count_; }
 
@@ -51,14 +64,18 @@ class PacedInput {
     void free_staged();
 
   private:
+    // Appends what rx_burst read at `read_tsc`, with each frame's due time.
+    void stage(rte_mbuf* const* read, uint16_t n, uint64_t read_tsc);
+
     TraceSchedule schedule_;
     int timestamp_offset_;
     uint64_t timestamp_flag_;
     uint64_t timestamp_unit_ns_;
     bool started_ = false;
-    uint64_t origin_tsc_ = 0;  // the first frame's due time
-    std::array<rte_mbuf*, kAhead> staged_{};
-    std::array<uint64_t, kAhead> arrival_{};
+    bool preloaded_ = false;
+    uint64_t origin_tsc_ = 0;        // when the first frame was due
+    std::vector<rte_mbuf*> staged_;  // a ring of `capacity`
+    std::vector<uint64_t> arrival_;  // due times, ticks after origin_tsc_
     uint32_t head_ = 0;
     uint32_t count_ = 0;
     uint64_t frames_ = 0;

@@ -10,12 +10,15 @@
 
 #include <algorithm>
 #include <bit>
+#include <sys/stat.h>
 #include <string_view>
 
+#include "conf/device_name.h"
 #include "conf/mbuf_demand.h"
 #include "dataplane/memory_check.h"
 #include "dataplane/port.h"
 #include "dataplane/tsc_clock.h"
+#include "replay/pcap_io.h"
 
 namespace twinlane::dataplane {
 namespace {
@@ -101,8 +104,45 @@ std::vector<bool> ring_fed_egress(const Pipeline& p, const LcorePlan& plan) {
 
 }  // namespace
 
+bool size_preloaded_inputs(Pipeline& p, std::string& error) {
+    p.input_captures.assign(p.policy->ports.size(), {});
+    for (size_t i = 0; i < p.policy->ports.size(); ++i) {
+        if (!forwards(p, i)) continue;
+        const conf::PortPolicy& port = p.policy->ports[i];
+        const std::vector<std::string> files = conf::pcap_input_files(port.device);
+        if (files.empty()) {
+            error = "--preload-input: port '" + port.name + "' (" + port.device +
+                    ") does not read a capture file (net_pcap0,rx_pcap=FILE)";
+            return false;
+        }
+        for (const std::string& path : files) {
+            struct stat st {};
+            if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+                error = "--preload-input: port '" + port.name + "': rx_pcap '" + path +
+                        "' is not a regular file";
+                return false;
+            }
+            CaptureSize size{.path = path};
+            try {
+                replay::PcapReader reader(path);
+                replay::PcapRecord record;
+                while (reader.next(record)) {
+                    ++size.frames;
+                    size.mbufs += conf::mbufs_per_frame(record.captured.size());
+                }
+            } catch (const replay::PcapError& e) {
+                error = "--preload-input: port '" + port.name + "': " + e.what();
+                return false;
+            }
+            p.input_captures[i].push_back(std::move(size));
+        }
+    }
+    return true;
+}
+
 bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::string& error) {
-    std::map<int, uint64_t> mbufs, ring_share;  // by socket: the ports' `mempool`, lane rings
+    // By socket: the ports' `mempool`, lane rings, preloaded captures.
+    std::map<int, uint64_t> mbufs, ring_share, capture_share;
     std::map<int, bool> serves_af_xdp;
     const std::vector<bool> ring_fed = ring_fed_egress(p, plan);
     // A full lane ring holds its slots' frames, each up to the largest frame's chain.
@@ -112,6 +152,10 @@ bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
         const int socket = socket_of(p.dpdk_ports[i]);
         mbufs[socket] += p.policy->ports[i].mempool_mbufs;
         if (ring_fed[i]) ring_share[socket] += ring_mbufs * p.policy->classes.size();
+        if (p.preload_input) {
+            for (const CaptureSize& capture : p.input_captures[i])
+                capture_share[socket] += capture.mbufs;
+        }
         rte_eth_dev_info info{};
         if (rte_eth_dev_info_get(p.dpdk_ports[i], &info) == 0 && info.driver_name != nullptr &&
             std::string_view(info.driver_name) == "net_af_xdp")
@@ -127,7 +171,7 @@ bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
     for (const auto& [socket, ports_share] : mbufs) {
         // Each lcore's cache may keep up to 1.5x its size out of the others' reach.
         const uint64_t caches = uint64_t{rte_lcore_count()} * kPoolCacheMbufs * 3 / 2;
-        const uint64_t count = ports_share + ring_share[socket] + caches;
+        const uint64_t count = ports_share + ring_share[socket] + capture_share[socket] + caches;
         const std::string name = "twinlane_s" + std::to_string(socket);
         const auto n = static_cast<unsigned>(count);
         rte_mempool* pool = nullptr;
@@ -150,9 +194,9 @@ bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
             return false;
         }
         spdlog::info(
-            "mbuf pool {}: {} mbufs on socket {} (ports {}, lane rings {}, lcore caches "
-            "{}), store {}",
-            name, n, socket, ports_share, ring_share[socket], caches,
+            "mbuf pool {}: {} mbufs on socket {} (ports {}, lane rings {}, preloaded captures "
+            "{}, lcore caches {}), store {}",
+            name, n, socket, ports_share, ring_share[socket], capture_share[socket], caches,
             rte_mempool_get_ops(pool->ops_index)->name);
         p.pools[socket].reset(pool);
     }
@@ -278,9 +322,17 @@ bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error) {
             task.policy_port = static_cast<uint16_t>(q.port);
             task.rx_burst = BurstSizer(burst_cycles(p.policy->ports[q.port]), kBurst);
             if (p.pace_input_bps != 0) {
+                uint64_t capacity = PacedInput::kAhead;
+                if (p.preload_input && q.queue < p.input_captures[q.port].size())
+                    capacity = std::max<uint64_t>(p.input_captures[q.port][q.queue].frames, 1);
+                if (capacity > UINT32_MAX) {
+                    error = "--preload-input: " + p.input_captures[q.port][q.queue].path +
+                            " has more than 2^32 frames";
+                    return false;
+                }
                 task.paced = std::make_unique<PacedInput>(
                     rte_get_tsc_hz(), p.pace_input_bps, p.rx_timestamp_offset, p.rx_timestamp_flag,
-                    rx_timestamp_unit_ns(task.dpdk_port));
+                    rx_timestamp_unit_ns(task.dpdk_port), static_cast<uint32_t>(capacity));
             }
             task.lanes = p.egress[*p.egress_of[forward->to_port]]->lanes;
             ctx->rx.push_back(std::move(task));
@@ -464,6 +516,30 @@ bool build_pfc(Pipeline& p, std::string& error) {
                 task.pfc.lane_priority[lane] = priority;
                 task.pfc.lane_tag[lane] = tag;
             }
+        }
+    }
+    return true;
+}
+
+bool preload_inputs(Pipeline& p, std::string& error) {
+    if (!p.preload_input) return true;
+    for (const std::unique_ptr<LcoreContext>& ctx : p.lcores) {
+        for (RxTask& task : ctx->rx) {
+            if (!task.paced) continue;
+            const conf::PortPolicy& port = p.policy->ports[task.policy_port];
+            const uint64_t start = rte_rdtsc();
+            std::string reason;
+            if (!task.paced->preload(task.dpdk_port, task.queue, reason)) {
+                error = "--preload-input: port '" + port.name + "' RX queue " +
+                        std::to_string(task.queue) + ": " + reason;
+                return false;
+            }
+            const std::vector<CaptureSize>& captures = p.input_captures[task.policy_port];
+            spdlog::info("preloaded input '{}'/{}: {} frames ({} mbufs) in {:.0f} ms", port.name,
+                         task.queue, task.paced->frames(),
+                         task.queue < captures.size() ? captures[task.queue].mbufs : 0,
+                         static_cast<double>(rte_rdtsc() - start) * 1e3 /
+                             static_cast<double>(rte_get_tsc_hz()));
         }
     }
     return true;

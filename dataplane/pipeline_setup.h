@@ -27,6 +27,13 @@ namespace twinlane::dataplane {
 struct RingDeleter {
     void operator()(rte_ring* r) const { rte_ring_free(r); }
 };
+// A capture file as the pool holds it: its frames, and their mbufs (chains of data rooms).
+struct CaptureSize {
+    std::string path;
+    uint64_t frames = 0;
+    uint64_t mbufs = 0;
+};
+
 struct PoolDeleter {
     void operator()(rte_mempool* p) const { rte_mempool_free(p); }
 };
@@ -46,6 +53,10 @@ struct Pipeline {
     // `--pace-input`: every RX port's frames are handed over at their capture timing,
     // serialised at this rate (paced_input.h); 0: as fast as they are read.
     uint64_t pace_input_bps = 0;
+    // `--preload-input`: each paced input's capture is read into mbufs before the run; by
+    // policy port, per RX queue (its `rx_pcap` file), what that takes (size_preloaded_inputs).
+    bool preload_input = false;
+    std::vector<std::vector<CaptureSize>> input_captures;
     int rx_timestamp_offset = -1;
     uint64_t rx_timestamp_flag = 0;
 
@@ -55,6 +66,10 @@ struct Pipeline {
     }
 };
 
+// `--preload-input`: the frames and mbufs of every forwarding port's capture files, read from
+// them before the pools are sized; refused (with `error`) for an input that is not a regular
+// capture file of a pcap device.
+bool size_preloaded_inputs(Pipeline& p, std::string& error);
 // One pool per NUMA socket of the ports: the sum of its ports' `mempool` (conf/mbuf_demand.h)
 // and of what the lane rings into its egress ports can hold (`ring_slots` frames each) where an
 // RX lcore hands packets to another lcore's scheduler.
@@ -68,6 +83,8 @@ bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error);
 // and frame rings, RX tasks' tags; `pfc: nic` ports handed to the NIC (refused where its PMD
 // cannot).
 bool build_pfc(Pipeline& p, std::string& error);
+// `--preload-input`, last: each paced RX task reads its queue to the end (PacedInput::preload).
+bool preload_inputs(Pipeline& p, std::string& error);
 
 // mbufs out of the pools now (the leak check compares start and end).
 uint64_t pools_in_use(const Pipeline& p);

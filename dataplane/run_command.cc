@@ -33,6 +33,7 @@ struct RunArgs {
     double stats_interval_s = 0;
     uint32_t lane_ring_slots = 1024;
     std::string pace_input;
+    bool preload_input = false;
     std::string in_port;
     std::string out_port;
     uint32_t fifo_packets = 4096;
@@ -130,6 +131,7 @@ int run_policy(const RunArgs& args) {
         }
         options.pace_input_bps = *rate;
     }
+    options.preload_input = args.preload_input;
     options.control = !args.no_control;
     options.watch_policy = args.watch_policy;
     if (!args.control_socket.empty()) options.control_socket = args.control_socket;
@@ -231,10 +233,16 @@ void add_run_command(CLI::App& app, int& exit_code) {
                     "Slots per (egress port, class) ring between RX and scheduler (-c)")
         ->check(CLI::Range(64u, 1u << 20))
         ->capture_default_str();
-    cmd->add_option("--pace-input", args->pace_input,
-                    "Hand each input frame over at its capture timing, serialised at this link "
-                    "rate (e.g. 25G), and time it from its arrival on that link (-c; net_pcap "
-                    "inputs)");
+    CLI::Option* pace =
+        cmd->add_option("--pace-input", args->pace_input,
+                        "Hand each input frame over at its capture timing, serialised at this "
+                        "link rate (e.g. 25G), and time it from its arrival on that link (-c; "
+                        "net_pcap inputs)");
+    cmd->add_flag("--preload-input", args->preload_input,
+                  "With --pace-input: read each capture into the mbuf pool before the run, so "
+                  "the lcore does not read files during it (-c; needs memory for the whole "
+                  "capture)")
+        ->needs(pace);
     cmd->add_option("--in", args->in_port, "Input port by DPDK device name (default: first port)");
     cmd->add_option("--out", args->out_port,
                     "Output port by DPDK device name (default: second port)");

@@ -13,6 +13,9 @@
 #                  timing serialised at 25G, latency counted from each frame's arrival on that
 #                  link (dataplane/README.md, "Paced input"); the log line on frames read late
 #                  is printed per run
+#   PRELOAD=1      with PACE: `--preload-input`, the trace is read into the mbuf pool before
+#                  the run, so the lcore does not read the file during it (as a NIC's
+#                  descriptors arrive filled); EAL memory grows by the trace's mbufs
 # A --benchmark_min_time argument (tools/test.sh passes one to every benchmark) makes it a brief
 # run: one run per case of a 50 ms trace.
 #
@@ -72,9 +75,16 @@ trap 'rm -rf "$work" /var/run/dpdk/tllat$$' EXIT
 cd "$work"
 # Its own runtime directory: DPDK's telemetry init connects to the socket of any other process
 # using the default one, and blocks while that process is stopped (a paused benchmark).
-eal=(--no-huge --no-pci --no-shconf -m 512 --log-level=error --file-prefix "tllat$$")
+preload=${PRELOAD:-}
+[ -z "$preload" ] || [ -n "${PACE:-}" ] || { echo "PRELOAD needs PACE" >&2; exit 1; }
 
 "$twinlane" --log-level warn gen -o in.pcap --link-rate "$rate" --duration "$duration" >gen.txt
+# Preloaded, the trace's frames sit in mbufs: about 1.4x their bytes (2 KiB data rooms of a
+# 2.4 KiB footprint, the last one of a chain part-filled). The pool is one allocation from
+# EAL's heap, beside the schedulers' and flow tables': twice the trace on top of 1 GiB.
+memory=512
+[ -z "$preload" ] || memory=$((1024 + $(stat -c %s in.pcap) * 2 / 1048576))
+eal=(--no-huge --no-pci --no-shconf -m "$memory" --log-level=error --file-prefix "tllat$$")
 
 # schedstat.py PID OUT: until PID exits, every 20 ms, each lcore thread's /proc schedstat (run
 # ns, runqueue wait ns); OUT gets the last: how long the lcores were runnable but off their CPU
@@ -133,7 +143,7 @@ run() {
     local lcores=auto eal_lcores=0-1
     if [ "$2" = single ]; then lcores="{single: 1}" eal_lcores=1; fi
     policy "$1" "$lcores"
-    timeout 120 "$twinlane" --log-level warn run --json --no-control ${PACE:+--pace-input "$PACE"} \
+    timeout 120 "$twinlane" --log-level warn run --json --no-control ${PACE:+--pace-input "$PACE"} ${preload:+--preload-input} \
         -c "policy-$1-$2.yaml" \
         -- "${eal[@]}" -l "$eal_lcores" >"$1-$2-$3.json" 2>"$1-$2-$3.err" &
     local pid=$! rc=0

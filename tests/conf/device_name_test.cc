@@ -62,5 +62,14 @@ TEST(DeviceName, CheckRefusesWhatRunCannotProbe) {
     EXPECT_NE(result.errors[0].reason.find("function 0-7"), std::string::npos);
 }
 
+TEST(DeviceName, PcapInputFilesAreTheRxPcapArguments) {
+    EXPECT_EQ(pcap_input_files("net_pcap0,rx_pcap=a.pcap,tx_pcap=out.pcap,rx_pcap=/d/b.pcap"),
+              (std::vector<std::string>{"a.pcap", "/d/b.pcap"}));
+    EXPECT_TRUE(pcap_input_files("net_pcap0,tx_pcap=out.pcap").empty());
+    EXPECT_TRUE(pcap_input_files("net_pcap0").empty());
+    EXPECT_TRUE(pcap_input_files("net_ring0,rx_pcap=a.pcap").empty());  // not a pcap device
+    EXPECT_TRUE(pcap_input_files("net_pcap0,rx_iface=eth0").empty());
+}
+
 }  // namespace
 }  // namespace twinlane::conf

@@ -2,8 +2,9 @@
 # `twinlane run --pace-input RATE`: a pcap input handed to the pipeline at its capture timing,
 # as a wire would deliver it, rather than as fast as the lcore reads it. A generated 300 ms
 # trace (1G loads) into 100G ports, run to completion: unpaced it is read and forwarded in a
-# few milliseconds; paced it takes the trace's time. Every frame is accounted for either way,
-# the log reports the paced input, and a bad rate is refused, named.
+# few milliseconds; paced it takes the trace's time, and so it does preloaded (the whole capture
+# read into the pool before the run). Every frame is accounted for each way, the log reports
+# the paced input, and a bad rate or a preload without a capture to read is refused, named.
 # Usage: paced_input_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
 twinlane=$(realpath "$1")
@@ -60,6 +61,33 @@ assert fast < paced - 0.1, (fast, paced)
 PY
 echo "PASS: $frames frames, paced over the trace's 300 ms, every one accounted for;" \
      "$(grep -o "paced input.*" paced.err)"
+
+run preloaded --pace-input 10G --preload-input
+grep -q "preloaded input 'in'/0: $frames frames" preloaded.err ||
+    fail "no preload report: $(cat preloaded.err)"
+grep -q "preloaded captures [1-9]" preloaded.err || fail "pool without the capture's share"
+grep -q "paced input 'in'/0: $frames frames, 0 read after" preloaded.err ||
+    fail "a preloaded frame was read late: $(grep "paced input" preloaded.err)"
+python3 - preloaded.json <<'PY' || fail "the preloaded run did not take the trace's time"
+import json, sys
+elapsed = json.load(open(sys.argv[1]))["elapsed_s"]
+print(f"elapsed preloaded {elapsed:.3f} s")
+assert elapsed >= 0.3 + 0.2 - 0.01, elapsed
+PY
+echo "PASS: preloaded, $(grep -o "preloaded input.*" preloaded.err), paced over the trace's time"
+
+if "$twinlane" run --preload-input -c policy.yaml -- "${EAL_BASE[@]}" -l 0 >/dev/null 2>err.txt; then
+    fail "--preload-input without --pace-input was accepted"
+fi
+grep -q -- "--preload-input requires --pace-input" err.txt || fail "not explained: $(cat err.txt)"
+sed 's#net_pcap0,rx_pcap=[^"]*#net_null0#' policy.yaml >null-input.yaml
+if "$twinlane" run --pace-input 10G --preload-input -c null-input.yaml -- "${EAL_BASE[@]}" -l 0 \
+    >/dev/null 2>err.txt; then
+    fail "a preload of a device without a capture was accepted"
+fi
+grep -q "port 'in' (net_null0) does not read a capture file" err.txt ||
+    fail "the port is not named: $(cat err.txt)"
+echo "PASS: --preload-input refused without --pace-input and for a device that reads no capture"
 
 for bad in fast 0; do
     if "$twinlane" run --pace-input "$bad" -c policy.yaml -- "${EAL_BASE[@]}" -l 0 >/dev/null \
