@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "dataplane/burst_sizer.h"
-#include "dataplane/trace_schedule.h"
+#include "replay/trace_schedule.h"
 
 namespace twinlane::dataplane {
 
@@ -67,7 +67,7 @@ class PacedInput {
     // Appends what rx_burst read at `read_tsc`, with each frame's due time.
     void stage(rte_mbuf* const* read, uint16_t n, uint64_t read_tsc);
 
-    TraceSchedule schedule_;
+    replay::TraceSchedule schedule_;
     int timestamp_offset_;
     uint64_t timestamp_flag_;
     uint64_t timestamp_unit_ns_;

@@ -128,12 +128,10 @@ uint64_t CounterSnapshot::dropped() const {
     return total;
 }
 
-CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32_t port_count,
-                         uint32_t lane_count) {
+CounterSnapshot snapshot_totals(const std::vector<const LcoreCounters*>& lcores,
+                                uint32_t port_count) {
     CounterSnapshot s;
     s.ports.resize(port_count);
-    s.lanes.resize(lane_count);
-    s.pfc.resize(port_count);
     for (const LcoreCounters* c : lcores) {
         for (uint32_t p = 0; p < port_count; ++p) {
             s.ports[p].rx_packets += c->ports[p].rx_packets.read();
@@ -141,6 +139,20 @@ CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32
             s.ports[p].tx_packets += c->ports[p].tx_packets.read();
             s.ports[p].tx_bytes += c->ports[p].tx_bytes.read();
             s.ports[p].tx_refused += c->ports[p].tx_refused.read();
+        }
+        for (uint32_t d = 0; d < kDropCauseCount; ++d)
+            s.drops[d] += c->drops[d].read();
+    }
+    return s;
+}
+
+CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32_t port_count,
+                         uint32_t lane_count) {
+    CounterSnapshot s = snapshot_totals(lcores, port_count);
+    s.lanes.resize(lane_count);
+    s.pfc.resize(port_count);
+    for (const LcoreCounters* c : lcores) {
+        for (uint32_t p = 0; p < port_count; ++p) {
             const PfcCounters& in = c->pfc[p];
             CounterSnapshot::Pfc& out = s.pfc[p];
             for (uint32_t q = 0; q < 8; ++q) {
@@ -165,8 +177,6 @@ CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32
             for (uint32_t b = 0; b < kLatencyBuckets; ++b)
                 out.latency_buckets[b] += buckets[b].read();
         }
-        for (uint32_t d = 0; d < kDropCauseCount; ++d)
-            s.drops[d] += c->drops[d].read();
         const StageCounters& st = c->stages;
         const RelaxedCounter* fields[] = {
             &st.rx_classify_cycles,    &st.rx_classify_packets,     &st.sched_enqueue_cycles,

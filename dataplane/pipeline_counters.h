@@ -166,6 +166,11 @@ struct CounterSnapshot {
 
 CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32_t port_count,
                          uint32_t lane_count);
+// Ports and drop causes only, what rx_packets/tx_packets/dropped read (lanes, PFC and stages
+// left empty): the monitor's check every 10 ms, which leaves the lanes' latency histograms
+// (4.9 KB per lane and lcore, written per packet) in the lcores' caches.
+CounterSnapshot snapshot_totals(const std::vector<const LcoreCounters*>& lcores,
+                                uint32_t port_count);
 
 // Lossless bytes from ingress `port` of `priority` inside twinlane now (PfcCounters).
 uint64_t pfc_queued_bytes(const std::vector<const LcoreCounters*>& lcores, uint32_t port,

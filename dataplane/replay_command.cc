@@ -39,6 +39,7 @@ struct ReplayArgs {
     std::string output;
     std::string report;
     std::string link_rate;
+    std::string ingress_rate;
     std::string discipline = "twinlane";
     std::vector<std::string> compare;
     std::string port;
@@ -117,6 +118,7 @@ struct Setup {
     size_t egress_index = 0;
     const conf::CompiledEgress& egress() const { return compiled.egress.at(egress_index); }
     uint64_t link_rate_bps = 0;
+    uint64_t ingress_rate_bps = 0;  // --ingress-rate; 0: records arrive at their timestamps
     uint16_t ingress_port = 0;
     uint8_t bulk_class = 0;
     bool slo_measure_only = false;
@@ -187,21 +189,31 @@ const conf::EgressTree* select_tree(const conf::Policy& policy, const ReplayArgs
     return tree;
 }
 
+// A rate option's value: above 0, at most 10T (the policy's bounds for a port rate); nothing,
+// with the error logged, otherwise.
+std::optional<uint64_t> parse_link_rate(const char* option, const std::string& text) {
+    auto rate = conf::parse_rate_bits_per_sec(text);
+    if (!rate) {
+        spdlog::error("{}: {}", option, rate.error());
+        return std::nullopt;
+    }
+    if (*rate == 0 || *rate > 10'000'000'000'000ULL) {
+        spdlog::error("{}: '{}' is not a link rate (above 0, at most 10T)", option, text);
+        return std::nullopt;
+    }
+    return *rate;
+}
+
 std::optional<Setup> prepare(const ReplayArgs& args) {
     std::optional<uint64_t> link_rate;
     if (!args.link_rate.empty()) {
-        auto rate = conf::parse_rate_bits_per_sec(args.link_rate);
-        if (!rate) {
-            spdlog::error("--link-rate: {}", rate.error());
-            return std::nullopt;
-        }
-        // The policy's own bounds for a port rate (a zero rate divided by zero further on).
-        if (*rate == 0 || *rate > 10'000'000'000'000ULL) {
-            spdlog::error("--link-rate: '{}' is not a link rate (above 0, at most 10T)",
-                          args.link_rate);
-            return std::nullopt;
-        }
-        link_rate = rate.value();
+        link_rate = parse_link_rate("--link-rate", args.link_rate);
+        if (!link_rate) return std::nullopt;
+    }
+    std::optional<uint64_t> ingress_rate;
+    if (!args.ingress_rate.empty()) {
+        ingress_rate = parse_link_rate("--ingress-rate", args.ingress_rate);
+        if (!ingress_rate) return std::nullopt;
     }
     conf::PolicyResult loaded = conf::load_policy(args.policy);
     if (!loaded.ok()) {
@@ -240,6 +252,7 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     s.tree = tree;
     s.egress_index = static_cast<size_t>(tree - policy.egress_trees.data());
     s.link_rate_bps = link_rate.value_or(policy.ports[tree->port].rate_bits_per_sec);
+    s.ingress_rate_bps = ingress_rate.value_or(0);
     for (const auto& f : policy.forwarding)
         if (f.to_port == tree->port) {
             s.ingress_port = static_cast<uint16_t>(f.from_port);
@@ -369,6 +382,7 @@ int run(const ReplayArgs& args) {
             }
             replay::ReplayOptions options;
             options.link_rate_bps = setup->link_rate_bps;
+            options.ingress_rate_bps = setup->ingress_rate_bps;
             options.ingress_port = setup->ingress_port;
             options.keep_payload = writer != nullptr;
             options.max_frame_bytes = setup->egress().tree.max_packet_bytes;
@@ -470,6 +484,10 @@ void add_replay_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--link-rate", args->link_rate,
                     "Link rate, e.g. 10G, 400Mbps (default: the egress port's rate); the "
                     "port is replayed at this rate, the policy's percentages follow it");
+    cmd->add_option("--ingress-rate", args->ingress_rate,
+                    "Records arrive over an ingress link of this rate, e.g. 25G: each when the "
+                    "link has carried it, no sooner than its timestamp (as `twinlane run "
+                    "--pace-input` hands them over; default: at their timestamps)");
     cmd->add_option("--discipline", args->discipline, "twinlane, fifo or rte_sched")
         ->check(CLI::IsMember({"twinlane", "fifo", "rte_sched"}))
         ->capture_default_str();

@@ -52,6 +52,7 @@ void Monitor::run() {
     uint64_t stats_rx = 0, stats_tx = 0;
     auto stats_at = start;
     std::vector<int> link_up(pipeline_.dpdk_ports.size(), -1);
+    const std::vector<const LcoreCounters*> blocks = counter_blocks(pipeline_);
     std::unique_lock lock(mutex_);
     while (!done_) {
         wake_.wait_for(lock, std::chrono::milliseconds(10));
@@ -61,8 +62,7 @@ void Monitor::run() {
             poll_links(link_up);
         }
         const CounterSnapshot s =
-            snapshot(counter_blocks(pipeline_), static_cast<uint32_t>(link_up.size()),
-                     static_cast<uint32_t>(pipeline_.policy->classes.size()));
+            snapshot_totals(blocks, static_cast<uint32_t>(link_up.size()));
         if (options_.stats_interval_ns != 0 && now >= next_stats) {
             const double dt = std::chrono::duration<double>(now - stats_at).count();
             spdlog::info("stats: rx {:.3f} Mpps, tx {:.3f} Mpps, dropped {}, rx total {}",

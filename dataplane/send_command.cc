@@ -21,7 +21,7 @@
 #include "dataplane/eal.h"
 #include "dataplane/port.h"
 #include "dataplane/stop_signal.h"
-#include "dataplane/trace_schedule.h"
+#include "replay/trace_schedule.h"
 #include "replay/pcap_io.h"
 
 namespace twinlane::dataplane {
@@ -145,7 +145,7 @@ void send_paced(const Capture& capture, uint16_t port, rte_mempool* pool, double
     const uint64_t hz = rte_get_tsc_hz();
     const std::vector<Frame>& frames = capture.frames;
     std::vector<uint64_t> due(frames.size());
-    TraceSchedule schedule(hz, speed, link_bps);
+    replay::TraceSchedule schedule(hz, speed, link_bps);
     for (size_t i = 0; i < frames.size(); ++i)
         due[i] = schedule.next(frames[i].timestamp_ns, frames[i].wire_length);
     const uint64_t start = rte_rdtsc() + hz / 1000;

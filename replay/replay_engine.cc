@@ -29,6 +29,7 @@ BasicReplayEngine<D>::BasicReplayEngine(const ReplayOptions& options,
       output_(output), link_(options.link_rate_bps), moves_(discipline.class_moves()),
       other_drops_(discipline.other_drops()) {
     if (options.lossless.enabled) lossless_.emplace(options.lossless);
+    if (options.ingress_rate_bps != 0) ingress_.emplace(1'000'000'000, 1.0, options.ingress_rate_bps);
 }
 
 template <class D>
@@ -76,10 +77,15 @@ uint64_t BasicReplayEngine<D>::run(PcapReader& input) {
 
 template <class D>
 void BasicReplayEngine<D>::offer(const PcapRecord& record) {
+    uint64_t stamped = record.timestamp_ns;
+    if (ingress_) [[unlikely]] {
+        ingress_->next(stamped, record.wire_length);
+        stamped = ingress_->first_timestamp_ns() + ingress_->last_end();  // ticks are ns here
+    }
     // Captures are not always in time order (multi-queue capture): never go back in time.
-    if (record.timestamp_ns < last_arrival_ns_) [[unlikely]]
-        report_.on_time_reversal(last_arrival_ns_ - record.timestamp_ns);
-    const uint64_t arrival = std::max(record.timestamp_ns, last_arrival_ns_);
+    if (stamped < last_arrival_ns_) [[unlikely]]
+        report_.on_time_reversal(last_arrival_ns_ - stamped);
+    const uint64_t arrival = std::max(stamped, last_arrival_ns_);
     if (lossless_) [[unlikely]] {
         advance_to(arrival);
         const auto seen = static_cast<uint32_t>(options_.keep_payload

@@ -24,6 +24,7 @@
 #include "replay/lossless_model.h"
 #include "replay/pcap_io.h"
 #include "replay/replay_report.h"
+#include "replay/trace_schedule.h"
 #include "replay/virtual_link.h"
 
 namespace twinlane::replay {
@@ -41,6 +42,10 @@ struct ReplayOptions {
     uint32_t max_frame_bytes = 0;
     // Lossless senders and the egress peer's pauses (lossless_model.h); off: nothing of PFC.
     LosslessOptions lossless;
+    // An ingress link of this rate delivers the records (trace_schedule.h, the rule of `twinlane
+    // run --pace-input`): each arrives when the link has carried its last byte, no sooner
+    // than its timestamp. 0: records arrive at their timestamps.
+    uint64_t ingress_rate_bps = 0;
 };
 
 inline constexpr uint32_t kHeaderBytes = 256;
@@ -133,6 +138,7 @@ private:
     std::vector<slo::ClassMove>* moves_ = nullptr;  // the discipline's, when it moves classes
     std::vector<ReplayDrop>* other_drops_ = nullptr;  // the discipline's own drops, likewise
     uint64_t last_arrival_ns_ = 0;
+    std::optional<TraceSchedule> ingress_;  // with options.ingress_rate_bps, in nanoseconds
     std::optional<LosslessModel> lossless_;
 };
 

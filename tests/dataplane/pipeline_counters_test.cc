@@ -26,6 +26,14 @@ TEST(PipelineCounters, SnapshotSumsLcores) {
     EXPECT_EQ(s.tx_packets(), 7u);
     EXPECT_EQ(s.dropped(), 3u);
     EXPECT_EQ(s.lanes[1].latency_max_ns, 70u);
+    // The monitor's totals: the same sums, without reading the lanes.
+    const CounterSnapshot t = snapshot_totals({a.get(), b.get()}, 2);
+    EXPECT_EQ(t.rx_packets(), 10u);
+    EXPECT_EQ(t.rx_bytes(), 1000u);
+    EXPECT_EQ(t.tx_packets(), 7u);
+    EXPECT_EQ(t.dropped(), 3u);
+    EXPECT_EQ(t.drops, s.drops);
+    EXPECT_TRUE(t.lanes.empty());
 }
 
 // Lane 0's RX->TX latencies as an lcore publishes them: `packets` in the bucket of `ns`.

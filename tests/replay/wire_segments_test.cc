@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -308,6 +309,44 @@ TEST(WireSegments, RecordsGoingBackInTimeAreClampedAndCounted) {
         for (const uint64_t latency : c.latencies_ns)
             EXPECT_GE(double(latency) / 1e3, frame_us - 1e-3);
     }
+}
+
+// --ingress-rate: records stamped together arrive one after the other, each when the ingress
+// link has carried it (trace_schedule.h), so a faster egress never queues them; without it they
+// arrive together and the second waits for the first.
+TEST(WireSegments, AnIngressLinkSerialisesRecordsStampedTogether) {
+    const conf::CompiledPolicy compiled = default_policy();
+    ASSERT_TRUE(compiled.ok());
+    const auto frame = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
+                           .udp(40000, 5201).payload(1226 - 42).build();
+    ASSERT_EQ(frame.size(), 1226u);  // 1250 wire bytes: 1000 ns at 10G, 100 ns at 100G
+    auto latencies = [&](uint64_t ingress_bps) {
+        ReplayOptions options = replay_options(compiled.egress.at(0));
+        options.link_rate_bps = 100'000'000'000ULL;
+        options.ingress_rate_bps = ingress_bps;
+        classifier::Classifier classifier(compiled.classifier);
+        ReplayReport report("fifo", options.link_rate_bps, compiled.classifier.class_names, 1,
+                            1'000'000);
+        FifoDiscipline fifo(1024, 1 << 20);
+        BasicReplayEngine<Discipline> engine(options, classifier, fifo, report, nullptr);
+        PcapRecord record;
+        record.wire_length = uint32_t(frame.size());
+        record.captured = frame;
+        for (const uint64_t t : {5'000, 5'000, 5'000}) {
+            record.timestamp_ns = t;
+            engine.offer(record);
+        }
+        const uint64_t end = engine.finish();
+        std::vector<uint64_t> all;
+        for (const ClassStats& c : report.classes())
+            all.insert(all.end(), c.latencies_ns.begin(), c.latencies_ns.end());
+        std::sort(all.begin(), all.end());
+        all.push_back(end);
+        return all;
+    };
+    EXPECT_EQ(latencies(0), (std::vector<uint64_t>{100, 200, 300, 5'300}));
+    // Arrivals at 6, 7 and 8 us: each leaves 100 ns after it, the last at 8.1 us.
+    EXPECT_EQ(latencies(10'000'000'000ULL), (std::vector<uint64_t>{100, 100, 100, 8'100}));
 }
 
 }  // namespace

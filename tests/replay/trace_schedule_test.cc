@@ -1,8 +1,8 @@
-#include "dataplane/trace_schedule.h"
+#include "replay/trace_schedule.h"
 
 #include <gtest/gtest.h>
 
-namespace twinlane::dataplane {
+namespace twinlane::replay {
 namespace {
 
 constexpr uint64_t kHz = 2'000'000'000;  // 2 ticks per ns
@@ -56,4 +56,4 @@ TEST(TraceSchedule, LastEndIsWhenTheLinkHasCarriedTheFrame) {
 }
 
 }  // namespace
-}  // namespace twinlane::dataplane
+}  // namespace twinlane::replay

@@ -4,16 +4,17 @@
 // capture's timestamps record when sources sent, not what one ingress link can deliver: a
 // generated trace bursts far above any link, and a real ingress port never does. The first
 // frame is due at 0; a frame stamped before the first is due at once, so a capture whose clock
-// stepped back is sent in file order. Pure, in TSC ticks; used by `twinlane send` and by
-// `twinlane run --pace-input` (paced_input.h).
+// stepped back is sent in file order. Pure, in ticks of `tsc_hz` (the TSC for `twinlane send`
+// and `twinlane run --pace-input`, dataplane/paced_input.h; nanoseconds, 1e9, for `twinlane
+// replay --ingress-rate`, replay_engine.h): one rule for realtime and replay.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
-#include "dataplane/tx_pacer.h"
+#include "replay/virtual_link.h"
 
-namespace twinlane::dataplane {
+namespace twinlane::replay {
 
 class TraceSchedule {
   public:
@@ -36,13 +37,15 @@ class TraceSchedule {
             static_cast<uint64_t>(static_cast<double>(gap_ns) * tsc_per_trace_ns_);
         const uint64_t due = std::max(recorded, link_free_);
         link_free_ =
-            due + static_cast<uint64_t>(static_cast<double>(TxPacer::wire_bytes(wire_length)) *
+            due + static_cast<uint64_t>(static_cast<double>(wire_bytes(wire_length)) *
                                         tsc_per_wire_byte_);
         return due;
     }
 
     // When the link has carried the last frame given to next(): its arrival at the far end.
     uint64_t last_end() const { return link_free_; }
+    // The first frame's timestamp, from which due times count.
+    uint64_t first_timestamp_ns() const { return first_ns_; }
 
   private:
     double tsc_per_trace_ns_;
@@ -52,4 +55,4 @@ class TraceSchedule {
     uint64_t link_free_ = 0;  // when the link has carried the frames so far
 };
 
-}  // namespace twinlane::dataplane
+}  // namespace twinlane::replay
