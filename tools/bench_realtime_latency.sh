@@ -83,7 +83,7 @@ preload=${PRELOAD:-}
 [ -z "$preload" ] || [ -n "${PACE:-}" ] || { echo "PRELOAD needs PACE" >&2; exit 1; }
 
 "$twinlane" --log-level warn gen -o in.pcap --link-rate "$rate" --duration "$duration" >gen.txt
-# Preloaded, the trace's frames sit in mbufs: about 1.4x their bytes (2 KiB data rooms of a
+# Preloaded, the trace's frames sit in mbufs: about 1.7x their bytes (2 KiB data rooms of a
 # 2.4 KiB footprint, the last one of a chain part-filled). The pool is one allocation from
 # EAL's heap, beside the schedulers' and flow tables': twice the trace on top of 1 GiB.
 memory=512
