@@ -25,6 +25,9 @@
 #   E2E_KEEP=1 keeps the logs, policies and reports in /tmp/twinlane-e2e.*.
 #   E2E_XDP_ARGS=,busy_budget=0 appends devargs to the AF_XDP ports (that one turns off the
 #   driver's preferred busy polling: see README.md, End to end).
+#   E2E_RPS=0 leaves the end hosts' receive on the CPU that transmitted (under twinlane: its
+#   lcore's; see end_hosts_rps); E2E_PROBE_NICE=-20 runs the probe above the bulk generators
+#   (default: the same nice, -10).
 # Exit: 0 all checks passed, 1 a check failed, 77 skipped (not root, tools missing).
 set -uo pipefail
 
@@ -101,7 +104,7 @@ ALL_CPUS=0-$TL_CPU
 GEN_CPUS=$ALL_CPUS  # set per set-up below
 gen() {
     local ns=$1; shift
-    ip netns exec "$ns" taskset -c "$GEN_CPUS" nice -n "${E2E_GEN_NICE:--10}" "$@"
+    ip netns exec "$ns" taskset -c "$GEN_CPUS" nice -n "${PRIO:-${E2E_GEN_NICE:--10}}" "$@"
 }
 
 # --- namespaces and veth pairs -------------------------------------------------------------
@@ -138,13 +141,26 @@ setup_namespaces() {
     in_ns $NS_S ethtool -K veth-s gro on >/dev/null 2>&1
 }
 
+# end_hosts_rps MASK: the CPUs (hex mask, 0: off) on which the end hosts' veths hand received
+# packets to their network stacks (RPS). veth receives in NAPI on the CPU that transmitted,
+# which for a user-space gateway is its TX kick on the lcore's CPU: the client's and server's
+# TCP stacks (four iperf3 streams) then ran in softirq there, 3.0 s of the lcore's 15.6 s. On a
+# gateway whose hosts are other machines that work is theirs, so under twinlane it goes to the
+# generators' CPUs (the NAPI poll itself, GRO's merge, stays). The kernel set-ups are left
+# without RPS: their forwarding is itself softirq work on any CPU.
+end_hosts_rps() {
+    in_ns $NS_C sh -c "echo $1 > /sys/class/net/veth-c/queues/rx-0/rps_cpus" &&
+        in_ns $NS_S sh -c "echo $1 > /sys/class/net/veth-s/queues/rx-0/rps_cpus" ||
+        die "cannot set RPS on the end hosts' veths"
+}
+
 # --- load: iperf3 bulk + sockperf probe ------------------------------------------------------
 # run_load NAME: prints "p50_us p99_us max_us observations bulk_mbit retransmits" to
 # $WORK/NAME.result. Every process is bounded by timeout.
 run_load() {
     local name=$1
     local t=$SECONDS_BULK
-    gen $NS_S timeout $((t + 15)) sockperf server -i $IP_S -p $PROBE_PORT \
+    PRIO=${E2E_PROBE_NICE:--10} gen $NS_S timeout $((t + 15)) sockperf server -i $IP_S -p $PROBE_PORT \
         >"$WORK/$name.sr.log" 2>&1 &
     local sr=$!
     PIDS+=("$sr")
@@ -159,7 +175,7 @@ run_load() {
     local ic=$!
     PIDS+=("$ic")
     sleep 3  # the queues are full after slow start
-    gen $NS_C timeout $((t + 5)) sockperf ping-pong -i $IP_S -p $PROBE_PORT \
+    PRIO=${E2E_PROBE_NICE:--10} gen $NS_C timeout $((t + 5)) sockperf ping-pong -i $IP_S -p $PROBE_PORT \
         -t $((t - 5)) --mps 1000 --full-rtt >"$WORK/$name.pp.log" 2>&1
     wait "$ic"
     ns_kill $NS_S sockperf
@@ -379,7 +395,7 @@ EOF
 setup_namespaces
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other work skews the numbers)"
 echo "e2e: $NS_C $IP_C <-> $NS_G <-> $NS_S $IP_S, rate ${RATE_MBIT} Mbit/s, ${SECONDS_BULK} s per set-up"
-echo "CPUs: under twinlane its lcore on CPU $TL_CPU, the generators on the others; kernel set-ups: all CPUs"
+echo "CPUs: under twinlane its lcore on CPU $TL_CPU, the generators and the end hosts' receive (RPS) on the others; kernel set-ups: all CPUs"
 echo "load: iperf3 -P 4 TCP to port $BULK_PORT (training); sockperf UDP ping-pong port $PROBE_PORT, 1000/s (inference)"
 
 MODE=${E2E_PORTS:-af_xdp}
@@ -388,6 +404,7 @@ for setup in $ONLY; do
     case $setup in
     twinlane | twinlane-fifo)
         GEN_CPUS=0-$((TL_CPU > 0 ? TL_CPU - 1 : 0))
+        [ "${E2E_RPS:-1}" = 0 ] || end_hosts_rps "$(printf '%x' $(((1 << TL_CPU) - 1)))"
         kind=twinlane
         [ "$setup" = twinlane-fifo ] && kind=fifo
         if [ "$MODE" = af_xdp ] && [ ! -f "$XDP_OBJ" ]; then
@@ -409,6 +426,7 @@ for setup in $ONLY; do
         run_load "$setup"
         [ "$MODE" = af_xdp ] && in_ns $NS_G "$XDP_CONFIG" --stats veth-gw0 veth-gw1 | sed 's/^/  xdp /'
         twinlane_stop "$setup"
+        end_hosts_rps 0
         ;;
     kernel-prio | kernel-fifo)
         GEN_CPUS=$ALL_CPUS
