@@ -1,6 +1,7 @@
 #include "control/control_server.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -362,6 +363,7 @@ std::optional<std::string> ControlServer::start() {
 }
 
 void ControlServer::serve() {
+    pthread_setname_np(pthread_self(), "tl-control");  // as `top -H` and /proc show it
     try {
         Connections connections(api_, options_.max_clients, options_.idle_timeout);
         connections.run(listen_fd_, wake_fd_);

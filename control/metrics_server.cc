@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -370,6 +371,7 @@ std::optional<std::string> MetricsServer::start() {
 }
 
 void MetricsServer::serve() {
+    pthread_setname_np(pthread_self(), "tl-metrics");  // as `top -H` and /proc show it
     try {
         Connections connections(api_, options_);
         connections.run(listen_fd_, wake_fd_);

@@ -1,5 +1,6 @@
 #include "dataplane/daemon_control.h"
 
+#include <pthread.h>
 #include <rte_ethdev.h>
 #include <spdlog/spdlog.h>
 
@@ -515,6 +516,7 @@ ApiResult DaemonControl::flows_top(size_t count) {
 }
 
 void DaemonControl::sample_rates() {
+    pthread_setname_np(pthread_self(), "tl-rates");  // as `top -H` and /proc show it
     CounterSnapshot last = counters();
     auto last_at = Clock::now();
     std::unique_lock lock(rate_mutex_);

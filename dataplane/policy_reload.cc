@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -101,6 +102,7 @@ void PolicyReloader::reload(const char* why) {
 }
 
 void PolicyReloader::run() {
+    pthread_setname_np(pthread_self(), "tl-reload");  // as `top -H` and /proc show it
     bool settling = false;
     for (;;) {
         pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};

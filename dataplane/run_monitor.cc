@@ -1,5 +1,6 @@
 #include "dataplane/run_monitor.h"
 
+#include <pthread.h>
 #include <rte_ethdev.h>
 #include <spdlog/spdlog.h>
 
@@ -44,6 +45,7 @@ void Monitor::log_slo_events() {
 }
 
 void Monitor::run() {
+    pthread_setname_np(pthread_self(), "tl-monitor");  // as `top -H` and /proc show it
     const auto start = Clock::now();
     auto last_rx_change = start;
     auto next_stats = start + std::chrono::nanoseconds(options_.stats_interval_ns);

@@ -35,7 +35,9 @@ grep -q "daemon threads on CPUs" run.log || fail "no log of the daemon threads' 
 main_cpus=$(awk -v pid="$pid" '$1 == pid {print $3}' threads.txt)
 [ "$main_cpus" = 0 ] || fail "the forwarding (main) thread runs on CPUs '$main_cpus', not 0"
 others=$(awk -v pid="$pid" '$1 != pid' threads.txt | wc -l)
-[ "$others" -ge 3 ] || fail "only $others other threads (monitor, control, metrics expected)"
+for name in tl-monitor tl-reload tl-control tl-metrics tl-rates; do
+    grep -q " $name " threads.txt || fail "no thread named $name"
+done
 if [ "$cpus" -gt 1 ]; then
     grep -q "daemon threads on CPUs 1" run.log || fail "$(grep "daemon threads" run.log)"
     # No thread but the forwarding one may run on CPU 0.
