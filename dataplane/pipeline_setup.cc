@@ -7,10 +7,10 @@
 #include <rte_lcore.h>
 #include <rte_mbuf_dyn.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <bit>
-#include <sys/stat.h>
 #include <string_view>
 
 #include "conf/device_name.h"
