@@ -1,9 +1,9 @@
 // Where the daemon's own threads run: the monitor, the policy reloader, the control and
 // metrics servers and the rate sampler wake every few milliseconds, and a thread started by
-// the main thread inherits its CPUs, which EAL has pinned to the main lcore's. On the main
-// lcore's CPU each wake-up preempted the forwarding loop (run to completion on `-l 1`: every
-// 10 ms for 30-200 us, inference p99 RX->TX 119 us). Like DPDK's own control threads, they run
-// on the CPUs the process may use that no lcore does, else on the main lcore's. Control path.
+// the main thread inherits its CPUs, which EAL has pinned to the main lcore's: there each
+// wake-up would preempt the forwarding loop, and every packet in flight waits for it. Like
+// DPDK's own control threads, they run on the CPUs the process may use that no lcore does,
+// else on the main lcore's. Control path.
 #pragma once
 
 #include <sched.h>

@@ -144,9 +144,9 @@ setup_namespaces() {
 # end_hosts_rps MASK: the CPUs (hex mask, 0: off) on which the end hosts' veths hand received
 # packets to their network stacks (RPS). veth receives in NAPI on the CPU that transmitted,
 # which for a user-space gateway is its TX kick on the lcore's CPU: the client's and server's
-# TCP stacks (four iperf3 streams) then ran in softirq there, 3.0 s of the lcore's 15.6 s. On a
-# gateway whose hosts are other machines that work is theirs, so under twinlane it goes to the
-# generators' CPUs (the NAPI poll itself, GRO's merge, stays). The kernel set-ups are left
+# TCP stacks (four iperf3 streams) would run in softirq there. On a gateway whose hosts are
+# other machines that work is theirs, so under twinlane it goes to the generators' CPUs (the
+# NAPI poll itself, GRO's merge, stays). The kernel set-ups are left
 # without RPS: their forwarding is itself softirq work on any CPU.
 end_hosts_rps() {
     in_ns $NS_C sh -c "echo $1 > /sys/class/net/veth-c/queues/rx-0/rps_cpus" &&
