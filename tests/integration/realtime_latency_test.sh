@@ -24,15 +24,23 @@
 source "$(dirname "$0")/lib.sh"
 twinlane=$(realpath "$1")
 bench=$(realpath "$2")
-SUMMARY="$WORK/summary.json" "$bench" "$twinlane" --benchmark_min_time=0.01 ||
-    fail "the benchmark exited non-zero"
-python3 - "$WORK/summary.json" <<'PY' || fail "latency or accounting out of bounds"
+
+# balanced_runs SUMMARY: every run of the benchmark's summary balances and sent inference.
+balanced_runs() {
+    python3 - "$1" <<'PY' || fail "accounting of the runs in $(basename "$1")"
 import json, sys
-s = json.load(open(sys.argv[1]))
-for case in s["cases"]:
+for case in json.load(open(sys.argv[1]))["cases"]:
     for r in case["runs"]:
         assert r["balanced"], (case["layout"], case["policy"], r)
         assert r["packets"] > 100, (case["layout"], case["policy"], r)
+PY
+}
+SUMMARY="$WORK/summary.json" "$bench" "$twinlane" --benchmark_min_time=0.01 ||
+    fail "the benchmark exited non-zero"
+balanced_runs "$WORK/summary.json"
+python3 - "$WORK/summary.json" <<'PY' || fail "latency or accounting out of bounds"
+import json, sys
+s = json.load(open(sys.argv[1]))
 ratios = ", ".join(f"{k} {v:.0f}x" for k, v in s["ratio_p99"].items())
 fifo = next(c for c in s["cases"] if c["layout"] == "single" and c["policy"] == "fifo")["runs"][0]
 # The comparison needs a queue: the FIFO's p99 far above its own loop passes. A machine that
@@ -49,13 +57,10 @@ PY
 
 SUMMARY="$WORK/paced.json" PACE=25G PRELOAD=1 "$bench" "$twinlane" --benchmark_min_time=0.01 ||
     fail "the paced benchmark exited non-zero"
+balanced_runs "$WORK/paced.json"
 python3 - "$WORK/paced.json" <<'PY' || fail "paced: latency or accounting out of bounds"
 import json, sys
 s = json.load(open(sys.argv[1]))
-for case in s["cases"]:
-    for r in case["runs"]:
-        assert r["balanced"], (case["layout"], case["policy"], r)
-        assert r["packets"] > 100, (case["layout"], case["policy"], r)
 single = {c["policy"]: c["median"] for c in s["cases"] if c["layout"] == "single"}
 virtual = s["virtual"]
 fifo_ratio = single["fifo"]["p99"] / virtual["fifo"]["p99"]
