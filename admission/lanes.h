@@ -20,8 +20,12 @@ static_assert(kMaxLanes <= 16);
 inline uint8_t pack_user(uint8_t lane, uint8_t pfc_tag) {
     return static_cast<uint8_t>(lane | pfc_tag << 4);
 }
-inline uint8_t user_lane(uint8_t user) { return user & 0x0F; }
-inline uint8_t user_pfc_tag(uint8_t user) { return user >> 4; }
+inline uint8_t user_lane(uint8_t user) {
+    return user & 0x0F;
+}
+inline uint8_t user_pfc_tag(uint8_t user) {
+    return user >> 4;
+}
 
 // The lane of a class id (a valid classifier never gives one past the last lane).
 inline uint8_t lane_of(uint8_t class_id, uint32_t lane_count) {

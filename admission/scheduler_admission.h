@@ -75,7 +75,8 @@ class SchedulerAdmission {
     void admit_one(uint8_t lane, sched::Packet& packet, const Classified& c, uint8_t pfc_tag) {
         place(packet, lane, c, pfc_tag);
         if (governor_ != nullptr && governor_->governs(lane)) [[unlikely]]
-            governor_->admit(lane, &packet, 1, [&](uint32_t) { return c.job_id; }, now_ns_);
+            governor_->admit(
+                lane, &packet, 1, [&](uint32_t) { return c.job_id; }, now_ns_);
         enqueue(&packet, 1);
     }
 
@@ -83,8 +84,8 @@ class SchedulerAdmission {
         const auto& c = source_.classified(item);
         const uint8_t old_lane = lane_of(c.previous_class, lane_count_);
         if (governor_ != nullptr && governor_->bound()) {
-            governor_->follow_reclassification(old_lane, source_.previous_job(item), lane,
-                                               c.job_id, c.flow_hash);
+            governor_->follow_reclassification(old_lane, source_.previous_job(item), lane, c.job_id,
+                                               c.flow_hash);
             return;
         }
         scheduler_.move_flow(leaves_.leaf(old_lane, source_.previous_job(item)),

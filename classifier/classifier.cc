@@ -14,7 +14,8 @@ ClassifierConfig checked(const ClassifierConfig& config) {
     const std::vector<std::string> errors = config.validate();
     if (!errors.empty()) {
         std::string message = "invalid classifier config:";
-        for (const std::string& error : errors) message += "\n  " + error;
+        for (const std::string& error : errors)
+            message += "\n  " + error;
         throw std::invalid_argument(message);
     }
     return config;
@@ -34,7 +35,8 @@ Classifier::Classifier(const ClassifierConfig& config)
     parser_options_.vxlan_port = config_.vxlan_port;
     parser_options_.roce_port = config_.roce_port;
     dscp_class_.fill(kNoClass);
-    for (const DscpMapping& mapping : config_.dscp_map) dscp_class_[mapping.dscp] = mapping.class_id;
+    for (const DscpMapping& mapping : config_.dscp_map)
+        dscp_class_[mapping.dscp] = mapping.class_id;
     for (uint16_t port : config_.model_serving_ports) {
         serving_port_bits_[port / 64] |= uint64_t{1} << (port % 64);
     }
@@ -99,8 +101,7 @@ __attribute__((always_inline)) inline void Classifier::touch_flow(FlowEntry& ent
                                                                   uint32_t wire_length,
                                                                   uint64_t now_ns, bool fresh) {
     const uint64_t last_seen_ns = entry.last_seen_ns;
-    const uint64_t gap = fresh ? ~uint64_t{0}
-                               : (now_ns > last_seen_ns ? now_ns - last_seen_ns : 0);
+    const uint64_t gap = fresh ? ~uint64_t{0} : (now_ns > last_seen_ns ? now_ns - last_seen_ns : 0);
     bool changed = fresh || entry.pending;
     if (fresh || entry.rules_epoch != rules_epoch_) [[unlikely]] {
         FlowColdState& cold = flows_.cold(entry);
@@ -123,9 +124,8 @@ __attribute__((always_inline)) inline void Classifier::touch_flow(FlowEntry& ent
         if (!entry.elephant) {
             // Windows are aligned to multiples of elephant_window_ns: the count restarts when
             // the flow's previous packet fell in an earlier window.
-            const uint64_t counted = last_seen_ns >= elephant_window_start_ns_ && !fresh
-                                         ? entry.window_bytes
-                                         : 0;
+            const uint64_t counted =
+                last_seen_ns >= elephant_window_start_ns_ && !fresh ? entry.window_bytes : 0;
             const uint64_t window = std::min<uint64_t>(counted + wire_length, UINT32_MAX);
             entry.window_bytes = uint32_t(window);
             if (window > config_.elephant_threshold_bytes) {
@@ -135,7 +135,8 @@ __attribute__((always_inline)) inline void Classifier::touch_flow(FlowEntry& ent
             }
         }
     }
-    if (changed) [[unlikely]] reconsider(entry, gap, fresh);
+    if (changed) [[unlikely]]
+        reconsider(entry, gap, fresh);
 }
 
 // What the flow's packets should get now, and whether that may change yet (README.md,
@@ -197,8 +198,7 @@ __attribute__((always_inline)) inline void Classifier::prepare(const uint8_t* fr
         prepared.hash = hash_key(key);
     };
     SimpleIpv4 simple;
-    if (parse_simple_ipv4(frame, header_bytes, wire_length, parser_options_, simple))
-        [[likely]] {
+    if (parse_simple_ipv4(frame, header_bytes, wire_length, parser_options_, simple)) [[likely]] {
         key.words[0] = uint64_t{simple.src_ipv4} << 32;
         key.words[1] = 0;
         key.words[2] = uint64_t{simple.dst_ipv4} << 32;
@@ -248,10 +248,9 @@ __attribute__((always_inline)) inline void Classifier::prepare(const uint8_t* fr
     prepared.hash = hash_key(key);
 }
 
-__attribute__((always_inline)) inline void Classifier::finish(const Prepared& p,
-                                                              FlowEntry* found,
-                                                              uint32_t wire_length,
-                                                              uint64_t now_ns, Result& out) {
+__attribute__((always_inline)) inline void Classifier::finish(const Prepared& p, FlowEntry* found,
+                                                              uint32_t wire_length, uint64_t now_ns,
+                                                              Result& out) {
     if (p.malformed != MalformedReason::none) [[unlikely]] {
         ++counters_.malformed[size_t(p.malformed)];
         Result result;
@@ -302,8 +301,7 @@ __attribute__((always_inline)) inline void Classifier::finish(const Prepared& p,
         }
         if (p.fragment == Fragment::first) [[unlikely]] {
             const PacketKey datagram = FragmentCache::datagram_key(p.key, p.fragment_id);
-            fragments_.remember(datagram, {applied, p.hash}, now_ns,
-                                config_.fragment_timeout_ns);
+            fragments_.remember(datagram, {applied, p.hash}, now_ns, config_.fragment_timeout_ns);
         }
     }
     // Every field stored once, straight into the caller's array: building a local Result and
@@ -372,8 +370,8 @@ Result Classifier::classify(const uint8_t* frame, uint32_t header_bytes, uint32_
 }
 
 void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* header_bytes,
-                                const uint32_t* wire_lengths, uint32_t count,
-                                uint16_t ingress_port, uint64_t now_ns, Result* out) {
+                                const uint32_t* wire_lengths, uint32_t count, uint16_t ingress_port,
+                                uint64_t now_ns, Result* out) {
     // Per group of up to 32 packets: parse and hash all of them, prefetching each flow's entry
     // line (an entry sits at its hash position, so nothing else has to arrive first); then, in
     // order, look each up in its home slot and classify it at once if its flow is there: the
@@ -391,15 +389,15 @@ void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* he
     advance_elephant_window(now_ns);
     for (uint32_t base = 0; base < count; base += kGroup) {
         const uint32_t n = count - base < kGroup ? count - base : kGroup;
-        const bool later_fragment = prepare_group(frames + base, header_bytes + base,
-                                                  wire_lengths + base, n, ingress_port);
+        const bool later_fragment =
+            prepare_group(frames + base, header_bytes + base, wire_lengths + base, n, ingress_port);
         uint32_t deferred = 0;
         uint32_t probing = 0;
         for (uint32_t i = 0; i < n; ++i) {
             const Prepared& p = group_[i];
             found_[i] = nullptr;
-            if (cached && p.malformed == MalformedReason::none &&
-                p.fragment != Fragment::later) [[likely]] {
+            if (cached && p.malformed == MalformedReason::none && p.fragment != Fragment::later)
+                [[likely]] {
                 uint32_t slot = flows_.home_slot(p.hash);
                 const FlowTable::Probe probe = flows_.probe(p.key, p.wide_addresses, slot);
                 if (probe == FlowTable::Probe::found && !later_fragment) [[likely]] {
@@ -433,9 +431,14 @@ void Classifier::classify_burst(const uint8_t* const* frames, const uint32_t* he
             const uint32_t i = probing_[j];
             const Prepared& p = group_[i];
             switch (flows_.probe(p.key, p.wide_addresses, probe_slot_[i])) {
-                case FlowTable::Probe::found: found_[i] = &flows_.at(probe_slot_[i]); break;
-                case FlowTable::Probe::absent: break;
-                case FlowTable::Probe::next: probing_[still++] = uint8_t(i); break;
+                case FlowTable::Probe::found:
+                    found_[i] = &flows_.at(probe_slot_[i]);
+                    break;
+                case FlowTable::Probe::absent:
+                    break;
+                case FlowTable::Probe::next:
+                    probing_[still++] = uint8_t(i);
+                    break;
             }
         }
         probing = still;

@@ -5,7 +5,8 @@
 // (rule_table.h) then heuristics (RoCEv2, DSCP map, model-serving ports, default) → elephant
 // detection → class changes applied with the flow's next packet, whose Result names the
 // previous class so that the scheduler moves the flow's queued packets (or, with
-// reclass_gap_ns > 0, only at a gap that long in the flow; README.md) → counters. Explicit rules take precedence over heuristics.
+// reclass_gap_ns > 0, only at a gap that long in the flow; README.md) → counters. Explicit rules
+// take precedence over heuristics.
 //
 // Time is an argument (now_ns, nanoseconds, monotonic); the classifier never reads a clock.
 // No allocation, exception, lock, syscall or virtual call per packet.
@@ -51,25 +52,24 @@ struct ClassifierCounters {
     std::array<uint64_t, kMalformedReasonCount> malformed{};  // by MalformedReason
     std::array<uint64_t, kMatchSourceCount> per_source{};     // packets by MatchSource
     uint64_t flow_inserts = 0;
-    uint64_t flow_overflows = 0;       // new flows not cached because the table was full
+    uint64_t flow_overflows = 0;  // new flows not cached because the table was full
     uint64_t flows_expired = 0;
     uint64_t fragments_followed = 0;   // later fragments that found their first fragment
     uint64_t fragments_unmatched = 0;  // later fragments classified on the 3-tuple
     uint64_t elephants_detected = 0;
-    uint64_t elephant_demotions = 0;   // flows moved to bulk_class
-    uint64_t elephant_returns = 0;     // flows moved back after going quiet
-    uint64_t reclassifications = 0;    // class changes applied (demotions, returns, new rules)
-    uint64_t reclass_deferred = 0;     // packets kept in the old class awaiting a gap
+    uint64_t elephant_demotions = 0;  // flows moved to bulk_class
+    uint64_t elephant_returns = 0;    // flows moved back after going quiet
+    uint64_t reclassifications = 0;   // class changes applied (demotions, returns, new rules)
+    uint64_t reclass_deferred = 0;    // packets kept in the old class awaiting a gap
 };
 
 class Classifier {
-public:
+  public:
     explicit Classifier(const ClassifierConfig& config);
     Classifier(const Classifier&) = delete;
     Classifier& operator=(const Classifier&) = delete;
 
-    Result classify(const uint8_t* frame, uint32_t length, uint16_t ingress_port,
-                    uint64_t now_ns) {
+    Result classify(const uint8_t* frame, uint32_t length, uint16_t ingress_port, uint64_t now_ns) {
         return classify(frame, length, length, ingress_port, now_ns);
     }
     Result classify(const uint8_t* frame, uint32_t header_bytes, uint32_t wire_length,
@@ -101,7 +101,7 @@ public:
     const FlowTable& flows() const { return flows_; }
     const ClassifierConfig& config() const { return config_; }
 
-private:
+  private:
     // What finish() needs of a parsed packet: the flow key and the few outer-header fields of
     // the Result. One cache line, so a group of 32 stays in L1.
     struct alignas(64) Prepared {
@@ -132,11 +132,11 @@ private:
     // The flow table's ageing step after a burst, its sweeps paced by time.
     void age_flows(uint64_t now_ns);
     // `found`: the packet's flow entry if a lookup stage already found it, else nullptr.
-    void finish(const Prepared& prepared, FlowEntry* found, uint32_t wire_length,
-                uint64_t now_ns, Result& result);
+    void finish(const Prepared& prepared, FlowEntry* found, uint32_t wire_length, uint64_t now_ns,
+                Result& result);
     FlowDecision decide(const PacketKey& key) const;
-    void touch_flow(FlowEntry& entry, const PacketKey& key, uint32_t wire_length,
-                    uint64_t now_ns, bool fresh);
+    void touch_flow(FlowEntry& entry, const PacketKey& key, uint32_t wire_length, uint64_t now_ns,
+                    bool fresh);
     void reconsider(FlowEntry& entry, uint64_t gap_ns, bool fresh);
     // Moves the elephant window (aligned to multiples of elephant_window_ns) to `now_ns`.
     void advance_elephant_window(uint64_t now_ns) {
@@ -151,25 +151,25 @@ private:
     ParserOptions parser_options_;
     CompiledRuleTable owned_rules_;
     const CompiledRuleTable* rules_;
-    uint32_t rules_epoch_ = 1;  // bumped per use_rules(); wraps after 2^32 swaps
-    std::array<uint8_t, 64> dscp_class_{};           // kNoClass when unmapped
-    std::vector<uint64_t> serving_port_bits_;        // 65536-bit set
+    uint32_t rules_epoch_ = 1;                 // bumped per use_rules(); wraps after 2^32 swaps
+    std::array<uint8_t, 64> dscp_class_{};     // kNoClass when unmapped
+    std::vector<uint64_t> serving_port_bits_;  // 65536-bit set
     FlowTable flows_;
     FragmentCache fragments_;
     ClassifierCounters counters_;
     std::array<Prepared, kGroup> group_{};
-    std::array<FlowEntry*, kGroup> found_{};      // deferred packets' flow entries
-    std::array<uint32_t, kGroup> probe_slot_{};   // their lookups' next slot
-    std::array<uint8_t, kGroup> deferred_{};      // packets classified after the lookups
-    std::array<uint8_t, kGroup> probing_{};       // deferred packets still being looked up
+    std::array<FlowEntry*, kGroup> found_{};     // deferred packets' flow entries
+    std::array<uint32_t, kGroup> probe_slot_{};  // their lookups' next slot
+    std::array<uint8_t, kGroup> deferred_{};     // packets classified after the lookups
+    std::array<uint8_t, kGroup> probing_{};      // deferred packets still being looked up
     ParsedPacket parsed_{};  // parse_packet's output for packets off the simple path
     // Set by reconsider() when it changes a flow's class/job, read (and reset) by finish()
     // for the same packet's Result.
     uint8_t moved_from_class_ = kNoPreviousClass;
     uint32_t moved_from_job_ = 0;
     uint64_t elephant_window_start_ns_ = 0;  // start of the elephant window `now` is in
-    bool swept_ = false;          // classify_burst has started an ageing sweep
-    uint64_t sweep_start_ns_ = 0;  // when it started the current one
+    bool swept_ = false;                     // classify_burst has started an ageing sweep
+    uint64_t sweep_start_ns_ = 0;            // when it started the current one
 };
 
 }  // namespace twinlane::classifier

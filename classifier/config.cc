@@ -38,8 +38,8 @@ std::vector<std::string> ClassifierConfig::validate() const {
     std::vector<std::string> errors;
     const size_t classes = class_names.size();
     if (classes == 0 || classes > kMaxClasses) {
-        errors.push_back("class_names: need 1.." + std::to_string(kMaxClasses) +
-                         " classes, got " + std::to_string(classes));
+        errors.push_back("class_names: need 1.." + std::to_string(kMaxClasses) + " classes, got " +
+                         std::to_string(classes));
     }
     std::set<std::string> seen;
     for (size_t i = 0; i < classes; ++i) {
@@ -74,8 +74,7 @@ std::vector<std::string> ClassifierConfig::validate() const {
     for (size_t i = 0; i < dscp_map.size(); ++i) {
         const std::string field = "dscp_map[" + std::to_string(i) + "]";
         if (dscp_map[i].dscp > 63) {
-            errors.push_back(field + ".dscp: " + std::to_string(dscp_map[i].dscp) +
-                             " exceeds 63");
+            errors.push_back(field + ".dscp: " + std::to_string(dscp_map[i].dscp) + " exceeds 63");
         } else if (!mapped.insert(dscp_map[i].dscp).second) {
             errors.push_back(field + ".dscp: " + std::to_string(dscp_map[i].dscp) +
                              " mapped twice");
@@ -89,9 +88,9 @@ std::vector<std::string> ClassifierConfig::validate() const {
     }
     if (elephant_threshold_bytes != 0) {
         if (elephant_threshold_bytes > kMaxElephantThresholdBytes) {
-            errors.push_back("elephant_threshold_bytes: " +
-                             std::to_string(elephant_threshold_bytes) + " exceeds " +
-                             std::to_string(kMaxElephantThresholdBytes));
+            errors.push_back(
+                "elephant_threshold_bytes: " + std::to_string(elephant_threshold_bytes) +
+                " exceeds " + std::to_string(kMaxElephantThresholdBytes));
         }
         if (elephant_window_ns == 0) {
             errors.push_back("elephant_window_ns: must be > 0 when elephant detection is on");

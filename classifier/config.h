@@ -19,7 +19,7 @@ enum class MalformedPolicy : uint8_t {
 };
 
 struct DscpMapping {
-    uint8_t dscp = 0;      // 0..63
+    uint8_t dscp = 0;  // 0..63
     uint8_t class_id = 0;
 };
 
@@ -36,15 +36,15 @@ struct ClassifierConfig {
     std::vector<Rule> rules;
 
     // Heuristics, tried in this order when no rule matches:
-    bool roce_detection = true;          // RoCEv2 (UDP 4791) → roce_class
-    uint8_t roce_class = 0;              // defaults(): "training"
-    std::vector<DscpMapping> dscp_map;   // DSCP → class. defaults(): 26 and 24 → training
-                                         // (NCCL_IB_TC=106 / common RoCE CS3), 46 (EF) → inference
+    bool roce_detection = true;         // RoCEv2 (UDP 4791) → roce_class
+    uint8_t roce_class = 0;             // defaults(): "training"
+    std::vector<DscpMapping> dscp_map;  // DSCP → class. defaults(): 26 and 24 → training
+                                        // (NCCL_IB_TC=106 / common RoCE CS3), 46 (EF) → inference
     std::vector<uint16_t> model_serving_ports;  // src or dst TCP/UDP port → inference_class.
-                                         // defaults(): 8000, 8001 (Triton, vLLM), 8080 (KServe,
-                                         // TorchServe), 7070 (TorchServe gRPC), 8500, 8501
-                                         // (TF Serving), 50051 (gRPC)
-    uint8_t inference_class = 0;         // defaults(): "inference"
+                                                // defaults(): 8000, 8001 (Triton, vLLM), 8080
+                                                // (KServe, TorchServe), 7070 (TorchServe gRPC),
+                                                // 8500, 8501 (TF Serving), 50051 (gRPC)
+    uint8_t inference_class = 0;                // defaults(): "inference"
 
     // Elephant detection: a flow not decided by an explicit rule that sends more than
     // elephant_threshold_bytes within one elephant_window_ns window moves to bulk_class; it
@@ -78,10 +78,10 @@ struct ClassifierConfig {
     uint64_t fragment_timeout_ns = 0;
 
     // Parser.
-    bool vxlan_inner = false;      // classify VXLAN (UDP vxlan_port) on the inner packet
+    bool vxlan_inner = false;  // classify VXLAN (UDP vxlan_port) on the inner packet
     uint16_t vxlan_port = 4789;
     uint16_t roce_port = 4791;
-    uint8_t max_vlan_depth = 2;    // 1..8 stacked 802.1Q/802.1ad tags
+    uint8_t max_vlan_depth = 2;  // 1..8 stacked 802.1Q/802.1ad tags
 
     static ClassifierConfig defaults();
 

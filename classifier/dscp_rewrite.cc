@@ -41,7 +41,8 @@ uint16_t ipv4_header_checksum(const uint8_t* l3, uint32_t header_bytes) {
         if (i == 10) continue;  // the checksum field itself
         sum += uint32_t((l3[i] << 8) | l3[i + 1]);
     }
-    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    while (sum >> 16)
+        sum = (sum & 0xFFFF) + (sum >> 16);
     return uint16_t(~sum);
 }
 

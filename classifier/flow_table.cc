@@ -16,7 +16,8 @@ FlowEntry* FlowTable::insert(const PacketKey& key, uint32_t hash) {
         return nullptr;
     }
     uint32_t slot = hash & slot_mask_;
-    while (entries_[slot].in_use) slot = (slot + 1) & slot_mask_;
+    while (entries_[slot].in_use)
+        slot = (slot + 1) & slot_mask_;
     FlowEntry& entry = entries_[slot];
     entry = FlowEntry{};
     entry.address_word = fold_addresses(key);
@@ -64,8 +65,8 @@ void FlowTable::erase(FlowEntry& entry) {
         next = (next + 1) & slot_mask_;
         if (!entries_[next].in_use) break;
         const uint32_t home = hash_key(key_of(entries_[next])) & slot_mask_;
-        const bool movable = hole <= next ? (home <= hole || home > next)
-                                          : (home <= hole && home > next);
+        const bool movable =
+            hole <= next ? (home <= hole || home > next) : (home <= hole && home > next);
         if (movable) {
             entries_[hole] = entries_[next];
             cold_[hole] = cold_[next];

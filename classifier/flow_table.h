@@ -18,9 +18,10 @@
 // construction. The load sets how many flows sit away from their home slot, each a second
 // line per hit: ~25% at load 1/2, ~12% at 1/4 (no layout with one line per entry does better
 // at a given load); 1M flows in random order ran 22.6-27.7 Mpps with 2 slots per flow,
-// 30.4-34.6 with 4 (classifier/README.md "Benchmarks"). 2 halves the memory. When `capacity` flows are present insert() returns nullptr and counts an
-// overflow: the caller still classifies, just without caching. Ageing is incremental: expire()
-// visits at most `max_visits` slots per call, resuming where the previous call stopped.
+// 30.4-34.6 with 4 (classifier/README.md "Benchmarks"). 2 halves the memory. When `capacity` flows
+// are present insert() returns nullptr and counts an overflow: the caller still classifies, just
+// without caching. Ageing is incremental: expire() visits at most `max_visits` slots per call,
+// resuming where the previous call stopped.
 //
 // Threading: single writer, no internal locking (one table per RX lcore). for_each/top-N run on
 // the owning thread only (e.g. between bursts when the control plane asks).
@@ -68,8 +69,8 @@ struct alignas(64) FlowEntry {
     uint64_t wide : 1 = 0;           // addresses do not fit address_word: see FlowColdState
     uint64_t explicit_rule : 1 = 0;  // the rules' decision came from a rule: no elephants
     uint64_t elephant : 1 = 0;
-    uint64_t pending : 1 = 0;        // applied differs from what the flow should get: waits
-                                     // for a gap (README.md, "Reclassification")
+    uint64_t pending : 1 = 0;  // applied differs from what the flow should get: waits
+                               // for a gap (README.md, "Reclassification")
     // Top bits of the word: counting is one add, its carry leaves the word. Wraps after 2^48
     // (22 days of one flow at 148 Mpps).
     uint64_t packets : 48 = 0;
@@ -80,8 +81,8 @@ struct alignas(64) FlowEntry {
     uint32_t window_bytes = 0;  // elephant detection: bytes in the window of last_seen_ns
 
     FlowDecision applied() const {
-        return {job_id, rule_index == 0xFFFFFFu ? kNoRule : uint32_t(rule_index),
-                uint8_t(class_id), uint8_t(remark_dscp), MatchSource(source)};
+        return {job_id, rule_index == 0xFFFFFFu ? kNoRule : uint32_t(rule_index), uint8_t(class_id),
+                uint8_t(remark_dscp), MatchSource(source)};
     }
     void set_applied(const FlowDecision& decision) {
         job_id = decision.job_id;
@@ -132,7 +133,7 @@ inline constexpr uint32_t kMaxSlotsPerFlow = 16;
 inline constexpr uint64_t kMaxFlowSlots = uint64_t{1} << 30;
 
 class FlowTable {
-public:
+  public:
     // `slots_per_flow`: a power of two in [2, kMaxSlotsPerFlow]; capacity × slots_per_flow at
     // most kMaxFlowSlots (ClassifierConfig::validate checks both).
     explicit FlowTable(uint32_t capacity, uint32_t slots_per_flow = kDefaultSlotsPerFlow);
@@ -152,17 +153,21 @@ public:
         uint32_t slot = home_slot(hash);
         for (;;) {
             switch (probe(key, wide, slot)) {
-                case Probe::found: return &entries_[slot];
-                case Probe::absent: return nullptr;
-                case Probe::next: break;
+                case Probe::found:
+                    return &entries_[slot];
+                case Probe::absent:
+                    return nullptr;
+                case Probe::next:
+                    break;
             }
         }
     }
 
     // One step of find(), for callers that interleave many lookups (classify_burst): looks at
-    // `slot` (first home_slot(hash)) for `key` (`wide` = addresses_wide(key)). On Probe::next the flow, if present, is further
-    // along: `slot` is advanced and that slot prefetched, so the caller can do other work
-    // (other packets' lookups) before the next step instead of stalling on it.
+    // `slot` (first home_slot(hash)) for `key` (`wide` = addresses_wide(key)). On Probe::next the
+    // flow, if present, is further along: `slot` is advanced and that slot prefetched, so the
+    // caller can do other work (other packets' lookups) before the next step instead of stalling on
+    // it.
     enum class Probe : uint8_t { found, absent, next };
     Probe probe(const PacketKey& key, bool wide, uint32_t& slot) const {
         const FlowEntry& entry = entries_[slot];
@@ -174,8 +179,8 @@ public:
         const uint64_t difference = (entry.address_word ^ fold_addresses(key)) |
                                     (entry.port_word ^ key.words[4]) |
                                     (entry.protocol_word ^ key.words[5]);
-        if (difference == 0 && entry.wide == wide &&
-            (!wide || same_addresses(cold_[slot], key))) [[likely]] {
+        if (difference == 0 && entry.wide == wide && (!wide || same_addresses(cold_[slot], key)))
+            [[likely]] {
             return Probe::found;
         }
         slot = (slot + 1) & slot_mask_;
@@ -222,10 +227,11 @@ public:
     uint64_t overflow_count() const { return overflow_count_; }
     uint64_t expired_count() const { return expired_count_; }
 
-private:
+  private:
     void prefetch_slot(uint32_t slot, bool wide) const {
         __builtin_prefetch(&entries_[slot]);
-        if (wide) [[unlikely]] __builtin_prefetch(&cold_[slot]);
+        if (wide) [[unlikely]]
+            __builtin_prefetch(&cold_[slot]);
     }
     uint32_t slot_of(const FlowEntry& entry) const { return uint32_t(&entry - entries_.data()); }
     static bool same_addresses(const FlowColdState& cold, const PacketKey& key) {
@@ -234,7 +240,7 @@ private:
                 (cold.addresses[2] ^ w[2]) | (cold.addresses[3] ^ w[3])) == 0;
     }
 
-    std::vector<FlowEntry, HugePageAllocator<FlowEntry>> entries_;  // by slot
+    std::vector<FlowEntry, HugePageAllocator<FlowEntry>> entries_;       // by slot
     std::vector<FlowColdState, HugePageAllocator<FlowColdState>> cold_;  // by slot
     uint32_t capacity_ = 0;
     uint32_t slot_mask_ = 0;

@@ -20,7 +20,7 @@ struct FragmentDecision {
 };
 
 class FragmentCache {
-public:
+  public:
     // capacity 0 disables the cache (remember does nothing, recall finds nothing).
     explicit FragmentCache(uint32_t capacity);
 
@@ -31,7 +31,7 @@ public:
                   uint64_t timeout_ns);
     const FragmentDecision* recall(const PacketKey& datagram, uint64_t now_ns) const;
 
-private:
+  private:
     static constexpr uint32_t kWays = 4;
     struct Entry {
         PacketKey key;

@@ -42,7 +42,9 @@ struct HugePageAllocator {
     }
 
     template <typename U>
-    bool operator==(const HugePageAllocator<U>&) const { return true; }
+    bool operator==(const HugePageAllocator<U>&) const {
+        return true;
+    }
 };
 
 }  // namespace twinlane::classifier

@@ -27,7 +27,8 @@ struct PacketKey {
     // ~6% of the flow-table hit path in classifier_bench.
     friend bool operator==(const PacketKey& a, const PacketKey& b) {
         uint64_t difference = 0;
-        for (size_t i = 0; i < 6; ++i) difference |= a.words[i] ^ b.words[i];
+        for (size_t i = 0; i < 6; ++i)
+            difference |= a.words[i] ^ b.words[i];
         return difference == 0;
     }
 };
@@ -61,15 +62,33 @@ inline PacketKey make_key(const KeyFields& f) {
     return key;
 }
 
-inline uint16_t key_ingress_port(const PacketKey& k) { return uint16_t(k.words[4] >> 48); }
-inline uint16_t key_vlan_id(const PacketKey& k) { return uint16_t(k.words[4] >> 32); }
-inline uint16_t key_src_port(const PacketKey& k) { return uint16_t(k.words[4] >> 16); }
-inline uint16_t key_dst_port(const PacketKey& k) { return uint16_t(k.words[4]); }
-inline uint8_t key_ip_protocol(const PacketKey& k) { return uint8_t(k.words[5] >> 56); }
-inline uint8_t key_dscp(const PacketKey& k) { return uint8_t(k.words[5] >> 48); }
-inline uint8_t key_ip_version(const PacketKey& k) { return uint8_t(k.words[5] >> 40); }
-inline bool key_roce(const PacketKey& k) { return ((k.words[5] >> 32) & 0xFF) != 0; }
-inline uint32_t key_dest_qp(const PacketKey& k) { return uint32_t(k.words[5] & 0xFFFFFF); }
+inline uint16_t key_ingress_port(const PacketKey& k) {
+    return uint16_t(k.words[4] >> 48);
+}
+inline uint16_t key_vlan_id(const PacketKey& k) {
+    return uint16_t(k.words[4] >> 32);
+}
+inline uint16_t key_src_port(const PacketKey& k) {
+    return uint16_t(k.words[4] >> 16);
+}
+inline uint16_t key_dst_port(const PacketKey& k) {
+    return uint16_t(k.words[4]);
+}
+inline uint8_t key_ip_protocol(const PacketKey& k) {
+    return uint8_t(k.words[5] >> 56);
+}
+inline uint8_t key_dscp(const PacketKey& k) {
+    return uint8_t(k.words[5] >> 48);
+}
+inline uint8_t key_ip_version(const PacketKey& k) {
+    return uint8_t(k.words[5] >> 40);
+}
+inline bool key_roce(const PacketKey& k) {
+    return ((k.words[5] >> 32) & 0xFF) != 0;
+}
+inline uint32_t key_dest_qp(const PacketKey& k) {
+    return uint32_t(k.words[5] & 0xFFFFFF);
+}
 
 // Three independent pairwise multiplies (NH-style, so they overlap in the pipeline instead of
 // forming a six-multiply dependency chain), then a multiply-xorshift finaliser so that low

@@ -34,7 +34,7 @@ constexpr uint32_t kVxlanHeader = 8;
 // One parse of one frame. `readable` bounds every read; `end` arguments bound what length
 // fields may claim (the wire length, or the enclosing IP/UDP payload for inner headers).
 class FrameParser {
-public:
+  public:
     FrameParser(const uint8_t* data, uint32_t readable, const ParserOptions& options,
                 ParsedPacket& out)
         : data_(data), readable_(readable), options_(options), out_(out) {}
@@ -65,7 +65,7 @@ public:
         return MalformedReason::none;  // ARP, LLDP, ...: not IP, not malformed
     }
 
-private:
+  private:
     bool readable(uint32_t offset, uint32_t length) const {
         return offset <= readable_ && length <= readable_ - offset;
     }
@@ -216,8 +216,7 @@ private:
                     return MalformedReason::none;
                 }
                 if (!inner && options_.vxlan_inner && out_.dst_port == options_.vxlan_port) {
-                    if (!readable(payload, kVxlanHeader) ||
-                        udp_here - kUdpHeader < kVxlanHeader) {
+                    if (!readable(payload, kVxlanHeader) || udp_here - kUdpHeader < kVxlanHeader) {
                         return MalformedReason::vxlan_truncated;
                     }
                     if ((data_[payload] & 0x08) == 0) return MalformedReason::vxlan_bad_flags;

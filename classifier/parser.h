@@ -38,11 +38,11 @@ struct ParsedPacket {
     MalformedReason malformed = MalformedReason::none;
 
     // Outer frame: what ECN marking and DSCP remarking touch.
-    uint16_t l3_offset = 0;   // offset of the outer IP header in the frame (valid if ip_version)
-    uint8_t ip_version = 0;   // 0 (not IP), 4 or 6
-    uint8_t dscp = 0;         // outer DSCP (0..63)
-    uint8_t ecn = 0;          // outer ECN bits (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE)
-    uint16_t vlan_id = 0;     // outermost VLAN id, 0 if untagged
+    uint16_t l3_offset = 0;  // offset of the outer IP header in the frame (valid if ip_version)
+    uint8_t ip_version = 0;  // 0 (not IP), 4 or 6
+    uint8_t dscp = 0;        // outer DSCP (0..63)
+    uint8_t ecn = 0;         // outer ECN bits (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE)
+    uint16_t vlan_id = 0;    // outermost VLAN id, 0 if untagged
     uint8_t vlan_count = 0;
     bool vxlan = false;
     uint32_t vni = 0;
@@ -53,10 +53,10 @@ struct ParsedPacket {
     uint8_t flow_dscp = 0;
     std::array<uint8_t, 16> src_address{};  // IPv4: first 4 bytes
     std::array<uint8_t, 16> dst_address{};
-    uint32_t src_ipv4 = 0;     // IPv4 addresses as host-order numbers (0 for IPv6)
+    uint32_t src_ipv4 = 0;  // IPv4 addresses as host-order numbers (0 for IPv6)
     uint32_t dst_ipv4 = 0;
-    uint8_t ip_protocol = 0;   // final upper-layer protocol after IPv6 extension headers
-    uint16_t src_port = 0;     // TCP/UDP only
+    uint8_t ip_protocol = 0;  // final upper-layer protocol after IPv6 extension headers
+    uint16_t src_port = 0;    // TCP/UDP only
     uint16_t dst_port = 0;
     uint8_t icmp_type = 0;
     uint8_t icmp_code = 0;
@@ -64,7 +64,7 @@ struct ParsedPacket {
     uint32_t fragment_id = 0;  // IPv4 identification or IPv6 fragment identification
     bool roce = false;
     uint8_t bth_opcode = 0;
-    uint32_t dest_qp = 0;      // 24-bit RoCEv2 destination QP
+    uint32_t dest_qp = 0;  // 24-bit RoCEv2 destination QP
 };
 
 // Returns out.malformed. `out` is fully overwritten.
@@ -196,8 +196,7 @@ inline bool parse_simple_ipv4(const uint8_t* data, uint32_t header_bytes, uint32
     if (ether_type != 0x0800 || ip[0] != 0x45) return false;
     const uint32_t total_length = load_be16(ip + 2);
     // Total length covers at least the header, fits the frame; no MF flag, offset 0.
-    if (total_length < 20 || total_length > wire_length - l3 ||
-        (load_be16(ip + 6) & 0x3FFF) != 0) {
+    if (total_length < 20 || total_length > wire_length - l3 || (load_be16(ip + 6) & 0x3FFF) != 0) {
         return false;
     }
     if (!simple_l4(data, readable, l3 + 20, total_length - 20, ip[9], options, out)) return false;

@@ -7,7 +7,8 @@ namespace {
 bool prefix_contains(const IpPrefix& prefix, uint64_t hi, uint64_t lo) {
     if (prefix.ip_version == 4) {
         const uint32_t address = uint32_t(hi >> 32);
-        const uint32_t net = (uint32_t{prefix.address[0]} << 24) | (uint32_t{prefix.address[1]} << 16) |
+        const uint32_t net = (uint32_t{prefix.address[0]} << 24) |
+                             (uint32_t{prefix.address[1]} << 16) |
                              (uint32_t{prefix.address[2]} << 8) | prefix.address[3];
         const uint32_t mask = prefix.length == 0 ? 0 : ~uint32_t{0} << (32 - prefix.length);
         return (address & mask) == (net & mask);
@@ -97,8 +98,8 @@ std::string validate_rule(const Rule& rule, size_t class_count) {
         if (auto error = validate_prefix("dst", *m.dst); !error.empty()) return error;
     }
     if (m.src && m.dst && m.src->ip_version != m.dst->ip_version) {
-        return "dst: IP version " + std::to_string(m.dst->ip_version) +
-               " differs from src's " + std::to_string(m.src->ip_version);
+        return "dst: IP version " + std::to_string(m.dst->ip_version) + " differs from src's " +
+               std::to_string(m.src->ip_version);
     }
     if (m.src_ports.first > m.src_ports.last) {
         return "src_ports: first " + std::to_string(m.src_ports.first) + " > last " +

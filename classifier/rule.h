@@ -18,9 +18,9 @@
 namespace twinlane::classifier {
 
 struct IpPrefix {
-    uint8_t ip_version = 4;              // 4 or 6
-    std::array<uint8_t, 16> address{};   // network order; IPv4 uses the first 4 bytes
-    uint8_t length = 0;                  // prefix length in bits: 0..32 (IPv4), 0..128 (IPv6)
+    uint8_t ip_version = 4;             // 4 or 6
+    std::array<uint8_t, 16> address{};  // network order; IPv4 uses the first 4 bytes
+    uint8_t length = 0;                 // prefix length in bits: 0..32 (IPv4), 0..128 (IPv6)
 };
 
 struct PortRange {
@@ -48,9 +48,9 @@ struct RuleMatch {
 };
 
 struct RuleAction {
-    uint8_t class_id = 0;                  // lane class, index into ClassifierConfig::class_names
-    uint32_t job_id = 0;                   // job/tenant id carried to the scheduler
-    std::optional<uint8_t> remark_dscp;    // 0..63: rewrite the packet's DSCP (see dscp_rewrite.h)
+    uint8_t class_id = 0;                // lane class, index into ClassifierConfig::class_names
+    uint32_t job_id = 0;                 // job/tenant id carried to the scheduler
+    std::optional<uint8_t> remark_dscp;  // 0..63: rewrite the packet's DSCP (see dscp_rewrite.h)
 };
 
 struct Rule {

@@ -9,7 +9,7 @@ namespace twinlane::classifier {
 namespace {
 
 struct MaskedRange {
-    uint64_t mask;   // mask bits for the field (within its width)
+    uint64_t mask;  // mask bits for the field (within its width)
     bool exact_by_mask;
 };
 
@@ -52,7 +52,8 @@ uint32_t probe_hash(const PacketKey& key) {
 
 PacketKey masked(const PacketKey& key, const PacketKey& mask) {
     PacketKey out;
-    for (size_t i = 0; i < out.words.size(); ++i) out.words[i] = key.words[i] & mask.words[i];
+    for (size_t i = 0; i < out.words.size(); ++i)
+        out.words[i] = key.words[i] & mask.words[i];
     return out;
 }
 
@@ -62,13 +63,13 @@ CompiledRuleTable CompiledRuleTable::build(std::span<const Rule> rules, uint64_t
     CompiledRuleTable table;
     table.generation_ = generation;
     table.actions_.reserve(rules.size());
-    for (const Rule& rule : rules) table.actions_.push_back(rule.action);
+    for (const Rule& rule : rules)
+        table.actions_.push_back(rule.action);
 
     std::vector<uint32_t> order(rules.size());
     std::iota(order.begin(), order.end(), 0u);
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-        return rules[a].priority < rules[b].priority;
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return rules[a].priority < rules[b].priority; });
 
     struct Pending {
         PacketKey value;
@@ -170,7 +171,8 @@ CompiledRuleTable CompiledRuleTable::build(std::span<const Rule> rules, uint64_t
         table.tags_.resize(table.buckets_.size(), 0);
         for (size_t i = 0; i < pending.size();) {
             size_t j = i;
-            while (j < pending.size() && pending[j].value == pending[i].value) ++j;
+            while (j < pending.size() && pending[j].value == pending[i].value)
+                ++j;
             const uint32_t hash = probe_hash(pending[i].value);
             uint32_t slot = hash & tuple.bucket_mask;
             while (table.buckets_[tuple.first_bucket + slot].end != 0) {
@@ -180,7 +182,8 @@ CompiledRuleTable CompiledRuleTable::build(std::span<const Rule> rules, uint64_t
             Bucket& bucket = table.buckets_[tuple.first_bucket + slot];
             bucket.value = pending[i].value;
             bucket.begin = uint32_t(table.rules_.size());
-            for (size_t k = i; k < j; ++k) table.rules_.push_back(pending[k].compiled);
+            for (size_t k = i; k < j; ++k)
+                table.rules_.push_back(pending[k].compiled);
             bucket.end = uint32_t(table.rules_.size());
             i = j;
         }

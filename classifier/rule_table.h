@@ -24,7 +24,7 @@
 namespace twinlane::classifier {
 
 class CompiledRuleTable {
-public:
+  public:
     // `rules` must be valid (validate_rule). `generation` identifies this table to flow caches:
     // give each newly published table a different value.
     static CompiledRuleTable build(std::span<const Rule> rules, uint64_t generation);
@@ -37,7 +37,7 @@ public:
     size_t tuple_count() const { return tuples_.size(); }
     uint64_t generation() const { return generation_; }
 
-private:
+  private:
     struct CompiledRule {
         uint32_t rank;        // position in (priority, list position) order
         uint32_t rule_index;  // position in the list given to build
@@ -54,18 +54,18 @@ private:
     struct Tuple {
         PacketKey mask;
         uint32_t best_rank;
-        uint32_t bucket_mask;  // bucket count - 1 (power of two)
-        uint32_t first_bucket; // offset into buckets_
+        uint32_t bucket_mask;   // bucket count - 1 (power of two)
+        uint32_t first_bucket;  // offset into buckets_
     };
 
-    std::vector<Tuple> tuples_;           // sorted by best_rank
+    std::vector<Tuple> tuples_;  // sorted by best_rank
     std::vector<Bucket> buckets_;
     // Per bucket: 0 empty, else a 16-bit fingerprint of the value's hash (never 0). Probing
     // scans these 2-byte tags and touches the 64-byte bucket only on a tag match, so tuples
     // that miss (most of them) cost no cache miss even for 10k-rule tables.
     std::vector<uint16_t> tags_;
     std::vector<CompiledRule> rules_;
-    std::vector<RuleAction> actions_;     // by rule_index
+    std::vector<RuleAction> actions_;  // by rule_index
     uint64_t generation_ = 0;
 };
 

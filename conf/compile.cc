@@ -77,11 +77,11 @@ class TreeCompiler {
         out_.tree.nodes.push_back(std::move(spec));
 
         if (node.class_index && node.is_leaf()) {
-            classes_[*node.class_index] = admission::ClassLeaves{
-                .split = admission::JobSplit::none,
-                .first_leaf = static_cast<uint16_t>(leaf_id),
-                .leaf_count = 1,
-                .jobs = {}};
+            classes_[*node.class_index] =
+                admission::ClassLeaves{.split = admission::JobSplit::none,
+                                       .first_leaf = static_cast<uint16_t>(leaf_id),
+                                       .leaf_count = 1,
+                                       .jobs = {}};
         }
         const size_t first_child_leaf = leaf_count_;
         for (size_t i = 0; i < node.children.size(); ++i) {
@@ -90,8 +90,9 @@ class TreeCompiler {
         if (node.class_index && !node.is_leaf()) {
             // A per_job node: its generated children are leaves, listed consecutively.
             classes_[*node.class_index] = admission::ClassLeaves{
-                .split = node.job_split.mode == JobSplit::Mode::listed ? admission::JobSplit::listed
-                                                                       : admission::JobSplit::modulo,
+                .split = node.job_split.mode == JobSplit::Mode::listed
+                             ? admission::JobSplit::listed
+                             : admission::JobSplit::modulo,
                 .first_leaf = static_cast<uint16_t>(first_child_leaf),
                 .leaf_count = static_cast<uint16_t>(leaf_count_ - first_child_leaf),
                 .jobs = node.job_split.jobs};
@@ -102,7 +103,7 @@ class TreeCompiler {
     const PortPolicy& port_;
     CompiledEgress& out_;
     std::vector<admission::ClassLeaves> classes_;  // by class id
-    std::map<size_t, size_t> entry_nodes_;          // class id -> node index
+    std::map<size_t, size_t> entry_nodes_;         // class id -> node index
     size_t leaf_count_ = 0;
 };
 
@@ -145,10 +146,10 @@ CompiledPfc compile_pfc(const Policy& policy) {
         if (p.mode != PfcMode::off) {
             for (const ClassPolicy& cls : policy.classes) {
                 if (!cls.lossless) continue;
-                p.thresholds[cls.lossless->priority] = pfc::PriorityThresholds{
-                    .lossless = true,
-                    .xoff_bytes = cls.lossless->xoff_bytes,
-                    .xon_bytes = cls.lossless->xon_bytes};
+                p.thresholds[cls.lossless->priority] =
+                    pfc::PriorityThresholds{.lossless = true,
+                                            .xoff_bytes = cls.lossless->xoff_bytes,
+                                            .xon_bytes = cls.lossless->xon_bytes};
             }
         }
         out.ports.push_back(p);
@@ -165,10 +166,14 @@ const TreeNode* class_entry(const TreeNode& node, size_t class_index) {
 
 slo::Percentile to_slo(SloPercentile p) {
     switch (p) {
-        case SloPercentile::p50: return slo::Percentile::p50;
-        case SloPercentile::p90: return slo::Percentile::p90;
-        case SloPercentile::p99: return slo::Percentile::p99;
-        case SloPercentile::p999: return slo::Percentile::p999;
+        case SloPercentile::p50:
+            return slo::Percentile::p50;
+        case SloPercentile::p90:
+            return slo::Percentile::p90;
+        case SloPercentile::p99:
+            return slo::Percentile::p99;
+        case SloPercentile::p999:
+            return slo::Percentile::p999;
     }
     return slo::Percentile::p99;
 }
@@ -331,8 +336,8 @@ CompiledPolicy compile_policy(const Policy& policy, std::span<const uint16_t> dp
         }
         const admission::ClassLeaves& fallback = egress.leaves.class_leaves(
             static_cast<uint8_t>(policy.classifier.heuristics.default_class));
-        egress.tree.default_leaf =
-            leaf_name(egress.tree, static_cast<uint16_t>(fallback.first_leaf + fallback.leaf_count - 1));
+        egress.tree.default_leaf = leaf_name(
+            egress.tree, static_cast<uint16_t>(fallback.first_leaf + fallback.leaf_count - 1));
         egress.slo = compile_slo(policy, tree);
         if (auto error = sched::validate(egress.tree)) {
             out.errors.push_back("compile: tree of port '" + port.name +

@@ -10,9 +10,8 @@
 // descriptions and comments are gone. Pure functions, thread-safe.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "conf/policy.h"
 

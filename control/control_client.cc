@@ -19,7 +19,8 @@ constexpr size_t kMaxReplyBytes = 256 << 20;
 using Clock = std::chrono::steady_clock;
 
 int remaining_ms(Clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     return left.count() < 0 ? 0 : static_cast<int>(left.count());
 }
 
@@ -122,8 +123,8 @@ ControlClient::Reply ControlClient::request(std::string_view command, const nloh
             const nlohmann::json reply_id = message.value("id", nlohmann::json());
             // A failure with id null answers a request the server could not read or refused
             // unread (too many clients): with one request in flight, this one.
-            const bool unattributed_failure = reply_id.is_null() && message.contains("ok") &&
-                                              message["ok"] == false;
+            const bool unattributed_failure =
+                reply_id.is_null() && message.contains("ok") && message["ok"] == false;
             if (reply_id != id && !unattributed_failure) continue;  // an older reply
             reply.message = std::move(message);
             return reply;
@@ -151,8 +152,8 @@ ControlClient::Reply ControlClient::request(std::string_view command, const nloh
         }
         if (got < 0) {
             if (errno == EAGAIN || errno == EINTR) continue;
-            reply.error = send_error.empty() ? std::string("recv: ") + std::strerror(errno)
-                                             : send_error;
+            reply.error =
+                send_error.empty() ? std::string("recv: ") + std::strerror(errno) : send_error;
             return reply;
         }
         buffer_.append(chunk, static_cast<size_t>(got));

@@ -5,23 +5,21 @@
 
 #include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 namespace twinlane::control {
 
 class ControlClient {
-public:
+  public:
     struct ConnectResult {
         std::unique_ptr<ControlClient> client;  // null on error
-        std::string error;     // "connect: No such file or directory"
-        bool not_running = false;  // nobody listens at the path (ENOENT, ECONNREFUSED)
+        std::string error;                      // "connect: No such file or directory"
+        bool not_running = false;               // nobody listens at the path (ENOENT, ECONNREFUSED)
     };
-    static ConnectResult connect(const std::string& socket_path,
-                                 std::chrono::milliseconds timeout);
+    static ConnectResult connect(const std::string& socket_path, std::chrono::milliseconds timeout);
 
     ControlClient(ControlClient&& other) noexcept;
     ControlClient& operator=(ControlClient&& other) noexcept;
@@ -36,7 +34,7 @@ public:
     Reply request(std::string_view command, const nlohmann::json& args,
                   std::chrono::milliseconds timeout);
 
-private:
+  private:
     explicit ControlClient(int fd) : fd_(fd) {}
     int fd_ = -1;
     int64_t next_id_ = 1;

@@ -26,7 +26,9 @@ constexpr size_t kReadChunkBytes = 64 * 1024;
 
 using Clock = std::chrono::steady_clock;
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) {
+    return std::strerror(error);
+}
 
 std::optional<sockaddr_un> socket_address(const std::string& path) {
     sockaddr_un address{};
@@ -82,21 +84,22 @@ struct Client {
     std::string input;
     std::string output;
     size_t output_sent = 0;
-    bool discarding = false;   // skipping the rest of an oversize line
-    bool read_closed = false;  // peer sent EOF: flush replies, then close
-    bool failed = false;       // close now
-    Clock::time_point last_progress;  // connected, completed a request or took reply bytes
+    bool discarding = false;             // skipping the rest of an oversize line
+    bool read_closed = false;            // peer sent EOF: flush replies, then close
+    bool failed = false;                 // close now
+    Clock::time_point last_progress;     // connected, completed a request or took reply bytes
     std::optional<Requester> requester;  // peer credentials, when the kernel gave them
 
     size_t pending() const { return output.size() - output_sent; }
 };
 
 class Connections {
-public:
+  public:
     Connections(DaemonApi& api, uint32_t max_clients, std::chrono::milliseconds idle_timeout)
         : api_(api), max_clients_(max_clients), idle_timeout_(idle_timeout) {}
     ~Connections() {
-        for (Client& client : clients_) close(client.fd);
+        for (Client& client : clients_)
+            close(client.fd);
     }
 
     void run(int listen_fd, int wake_fd) {
@@ -132,12 +135,13 @@ public:
         }
     }
 
-private:
+  private:
     // Until the first client falls idle, rounded up so the wake-up finds it idle; -1: none.
     int poll_timeout_ms() const {
         if (clients_.empty()) return -1;
         Clock::time_point first = Clock::time_point::max();
-        for (const Client& client : clients_) first = std::min(first, client.last_progress);
+        for (const Client& client : clients_)
+            first = std::min(first, client.last_progress);
         const auto left = first + idle_timeout_ - Clock::now();
         const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
         return static_cast<int>(std::clamp<int64_t>(ms, 0, 60'000));
@@ -164,9 +168,9 @@ private:
         }
         if (clients_.size() >= max_clients_) {
             // One error reply into the empty socket buffer (never blocks), then close.
-            const std::string reply = format_error(
-                nullptr, "too many clients (" + std::to_string(max_clients_) +
-                             " connected); try again later");
+            const std::string reply =
+                format_error(nullptr, "too many clients (" + std::to_string(max_clients_) +
+                                          " connected); try again later");
             if (send(fd, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
                 spdlog::debug("control: cannot tell a client over the limit: {}",
                               errno_text(errno));
@@ -250,8 +254,8 @@ private:
             if (result.ok()) {
                 spdlog::info("control: client {}: {} applied", client.number, request.command);
             } else {
-                spdlog::warn("control: client {}: {} rejected: {}", client.number,
-                             request.command, result.error());
+                spdlog::warn("control: client {}: {} rejected: {}", client.number, request.command,
+                             result.error());
             }
         } else if (!result.ok()) {
             spdlog::debug("control: client {}: {} failed: {}", client.number, request.command,
@@ -312,7 +316,9 @@ private:
 ControlServer::ControlServer(DaemonApi& api, ControlServerOptions options)
     : api_(api), options_(std::move(options)) {}
 
-ControlServer::~ControlServer() { stop(); }
+ControlServer::~ControlServer() {
+    stop();
+}
 
 std::optional<std::string> ControlServer::start() {
     if (running()) return "already running";

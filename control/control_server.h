@@ -39,7 +39,7 @@ struct ControlServerOptions {
 };
 
 class ControlServer {
-public:
+  public:
     static constexpr size_t kMaxPendingReplyBytes = 1 << 20;
     static constexpr size_t kMaxQueuedReplyBytes = 64 << 20;
 
@@ -55,7 +55,7 @@ public:
     bool running() const { return thread_.joinable(); }
     const std::string& socket_path() const { return options_.socket_path; }
 
-private:
+  private:
     void serve();
 
     DaemonApi& api_;

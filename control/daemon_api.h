@@ -44,18 +44,17 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace twinlane::control {
 
 // A JSON result or an error; no exceptions. `details` carries one line per policy error.
 class ApiResult {
-public:
+  public:
     static ApiResult success(nlohmann::json value) {
         ApiResult result;
         result.ok_ = true;
@@ -74,7 +73,7 @@ public:
     const std::string& error() const { return error_; }
     const std::vector<std::string>& details() const { return details_; }
 
-private:
+  private:
     ApiResult() = default;
     bool ok_ = false;
     nlohmann::json value_;
@@ -85,7 +84,7 @@ private:
 enum class StatsScope { ports, classes, queues };
 
 class DaemonApi {
-public:
+  public:
     virtual ~DaemonApi() = default;
 
     virtual ApiResult status() = 0;

@@ -39,7 +39,8 @@ std::string seconds_text(uint64_t ns) {
     std::snprintf(fraction, sizeof fraction, "%09llu",
                   static_cast<unsigned long long>(ns % 1'000'000'000));
     text += fraction;
-    while (text.back() == '0') text.pop_back();
+    while (text.back() == '0')
+        text.pop_back();
     if (text.back() == '.') text.pop_back();
     return text;
 }
@@ -58,7 +59,7 @@ std::string number_text(const json& value) {
 
 // Families in first-use order, samples grouped under their family's HELP/TYPE.
 class Exposition {
-public:
+  public:
     void sample(const std::string& family, const char* type, const char* help,
                 const std::string& name_suffix, const Labels& labels, const std::string& value) {
         auto [it, inserted] = index_.emplace(family, families_.size());
@@ -78,8 +79,7 @@ public:
                  const json& value) {
         sample(name, "counter", help, "", labels, number_text(value));
     }
-    void gauge(const std::string& name, const char* help, const Labels& labels,
-               const json& value) {
+    void gauge(const std::string& name, const char* help, const Labels& labels, const json& value) {
         sample(name, "gauge", help, "", labels, number_text(value));
     }
     std::string text() const {
@@ -87,12 +87,13 @@ public:
         for (const Family& family : families_) {
             out += "# HELP " + family.name + ' ' + family.help + '\n';
             out += "# TYPE " + family.name + ' ' + family.type + '\n';
-            for (const std::string& line : family.samples) out += line + '\n';
+            for (const std::string& line : family.samples)
+                out += line + '\n';
         }
         return out;
     }
 
-private:
+  private:
     struct Family {
         std::string name;
         const char* type;
@@ -154,17 +155,15 @@ void add_queue_counters(Exposition& out, const std::string& prefix, const Labels
     }
     // Linux's red qdisc counts an overlimit for every packet over its thresholds, marked or
     // dropped; twinlane's AQMs are RED (at enqueue) and CoDel (at dequeue).
-    const uint64_t overlimits = u64_of(field(counters, "ecn_marked_red")) +
-                                u64_of(field(counters, "ecn_marked_codel")) +
-                                (drops.is_object() ? u64_of(field(drops, "red_early")) +
-                                                         u64_of(field(drops, "codel"))
-                                                   : 0);
+    const uint64_t overlimits =
+        u64_of(field(counters, "ecn_marked_red")) + u64_of(field(counters, "ecn_marked_codel")) +
+        (drops.is_object() ? u64_of(field(drops, "red_early")) + u64_of(field(drops, "codel")) : 0);
     out.counter(prefix + "_overlimits_total",
                 "Packets the AQM signalled congestion on: CE marks plus RED early and CoDel "
                 "drops.",
                 labels, overlimits);
-    for (const auto& [marker, key] : {std::pair{"red", "ecn_marked_red"},
-                                      std::pair{"codel", "ecn_marked_codel"}}) {
+    for (const auto& [marker, key] :
+         {std::pair{"red", "ecn_marked_red"}, std::pair{"codel", "ecn_marked_codel"}}) {
         out.counter(prefix + "_ecn_marks_total",
                     "Packets marked CE, by marker (red at enqueue, codel at dequeue).",
                     with(labels, "marker", marker), field(counters, key));
@@ -208,8 +207,8 @@ void add_slo(Exposition& out, const std::string& class_name, const json& slo) {
             Labels with_percentile = labels;
             with_percentile.emplace_back("percentile", text_of(objective, "percentile"));
             out.sample("twinlane_class_slo_target_seconds", "gauge",
-                       "The latency the class's SLO allows at its percentile.", "",
-                       with_percentile, seconds_text(ns(field(objective, "target_ns"))));
+                       "The latency the class's SLO allows at its percentile.", "", with_percentile,
+                       seconds_text(ns(field(objective, "target_ns"))));
         }
         out.sample("twinlane_class_slo_window_seconds", "gauge",
                    "The window over which the SLO is judged.", "", labels,
@@ -219,17 +218,17 @@ void add_slo(Exposition& out, const std::string& class_name, const json& slo) {
                       "The throughput floor, as a share of the port rate.", labels,
                       field(objective, "min_share"));
     }
-    for (const auto& [result, key] : {std::pair{"met", "windows_met"},
-                                      std::pair{"missed", "windows_missed"},
-                                      std::pair{"idle", "windows_idle"}}) {
+    for (const auto& [result, key] :
+         {std::pair{"met", "windows_met"}, std::pair{"missed", "windows_missed"},
+          std::pair{"idle", "windows_idle"}}) {
         Labels with_result = labels;
         with_result.emplace_back("result", result);
         out.counter("twinlane_class_slo_windows_total",
                     "Windows judged against the SLO, by result (idle: nothing to judge).",
                     with_result, field(slo, key));
     }
-    for (const auto& [result, key] : {std::pair{"met", "share_windows_met"},
-                                      std::pair{"missed", "share_windows_missed"}}) {
+    for (const auto& [result, key] :
+         {std::pair{"met", "share_windows_met"}, std::pair{"missed", "share_windows_missed"}}) {
         Labels with_result = labels;
         with_result.emplace_back("result", result);
         out.counter("twinlane_class_slo_share_windows_total",
@@ -398,7 +397,8 @@ std::string prometheus_text(DaemonApi& api) {
     const ApiResult ports = api.stats(StatsScope::ports);
     scrape_error("ports", !ports.ok() || !ports.value().is_array());
     if (ports.ok() && ports.value().is_array()) {
-        for (const json& port : ports.value()) add_port_stats(out, port);
+        for (const json& port : ports.value())
+            add_port_stats(out, port);
     }
 
     const ApiResult classes = api.stats(StatsScope::classes);

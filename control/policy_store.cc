@@ -9,8 +9,8 @@
 
 #include "conf/load_policy.h"
 #include "conf/policy_document.h"
-#include "control/stats_json.h"
 #include "conf/yaml_fields.h"
+#include "control/stats_json.h"
 
 #ifndef TWINLANE_VERSION
 #error "TWINLANE_VERSION must be defined by the build"
@@ -28,7 +28,8 @@ constexpr size_t kMaxValueBytes = 256;
 // A rule is about 20 YAML nodes; rule text expanding (through aliases) to more is refused.
 constexpr size_t kMaxRuleNodes = 10'000;
 
-std::vector<std::string> error_lines(const std::vector<conf::PolicyError>& errors, bool with_location) {
+std::vector<std::string> error_lines(const std::vector<conf::PolicyError>& errors,
+                                     bool with_location) {
     std::vector<std::string> lines;
     lines.reserve(errors.size());
     for (const conf::PolicyError& error : errors) {
@@ -42,25 +43,27 @@ std::vector<std::string> error_lines(const std::vector<conf::PolicyError>& error
 json yaml_to_json(const YAML::Node& node, size_t depth) {
     if (depth > 32) throw std::runtime_error("nested too deeply");
     switch (node.Type()) {
-    case YAML::NodeType::Map: {
-        json out = json::object();
-        for (const auto& pair : node) {
-            if (!pair.first.IsScalar()) throw std::runtime_error("mapping keys must be scalars");
-            const std::string key = pair.first.Scalar();
-            if (out.contains(key)) throw std::runtime_error("key '" + key + "' is repeated");
-            out[key] = yaml_to_json(pair.second, depth + 1);
+        case YAML::NodeType::Map: {
+            json out = json::object();
+            for (const auto& pair : node) {
+                if (!pair.first.IsScalar())
+                    throw std::runtime_error("mapping keys must be scalars");
+                const std::string key = pair.first.Scalar();
+                if (out.contains(key)) throw std::runtime_error("key '" + key + "' is repeated");
+                out[key] = yaml_to_json(pair.second, depth + 1);
+            }
+            return out;
         }
-        return out;
-    }
-    case YAML::NodeType::Sequence: {
-        json out = json::array();
-        for (const auto& item : node) out.push_back(yaml_to_json(item, depth + 1));
-        return out;
-    }
-    case YAML::NodeType::Scalar:
-        return node.Scalar();
-    default:
-        return nullptr;
+        case YAML::NodeType::Sequence: {
+            json out = json::array();
+            for (const auto& item : node)
+                out.push_back(yaml_to_json(item, depth + 1));
+            return out;
+        }
+        case YAML::NodeType::Scalar:
+            return node.Scalar();
+        default:
+            return nullptr;
     }
 }
 
@@ -112,10 +115,9 @@ std::string set_class_key(json& node, std::string_view key, const std::string& v
         static const std::array<std::string_view, 4> kEcnFields{"kmin", "kmax", "pmax",
                                                                 "drop_non_ect"};
         static const std::array<std::string_view, 3> kCodelFields{"target", "interval", "ecn"};
-        const bool known = section == "ecn" ? std::ranges::find(kEcnFields, field) !=
-                                                  kEcnFields.end()
-                                            : std::ranges::find(kCodelFields, field) !=
-                                                  kCodelFields.end();
+        const bool known = section == "ecn"
+                               ? std::ranges::find(kEcnFields, field) != kEcnFields.end()
+                               : std::ranges::find(kCodelFields, field) != kCodelFields.end();
         if (!known) return "unknown key '" + std::string(key) + "'";
         if (!leaf_options.contains(section)) leaf_options[section] = json::object();
         leaf_options[section][field] = value;
@@ -131,7 +133,8 @@ std::string set_class_key(json& node, std::string_view key, const std::string& v
 void find_class_nodes(json& node, const std::string& class_name, std::vector<json*>& found) {
     if (node.contains("class") && node["class"] == class_name) found.push_back(&node);
     if (node.contains("children")) {
-        for (json& child : node["children"]) find_class_nodes(child, class_name, found);
+        for (json& child : node["children"])
+            find_class_nodes(child, class_name, found);
     }
 }
 
@@ -164,7 +167,8 @@ PolicyStore::CreateResult PolicyStore::create(std::shared_ptr<const conf::Policy
     ApiResult installed = store->install(std::move(policy));
     if (!installed.ok()) {
         result.errors.push_back(installed.error());
-        for (const std::string& detail : installed.details()) result.errors.push_back(detail);
+        for (const std::string& detail : installed.details())
+            result.errors.push_back(detail);
         return result;
     }
     result.store = std::move(store);
@@ -172,7 +176,8 @@ PolicyStore::CreateResult PolicyStore::create(std::shared_ptr<const conf::Policy
 }
 
 ApiResult PolicyStore::install(std::shared_ptr<const conf::Policy> policy) {
-    auto compiled = std::make_shared<conf::CompiledPolicy>(conf::compile_policy(*policy, dpdk_port_ids_));
+    auto compiled =
+        std::make_shared<conf::CompiledPolicy>(conf::compile_policy(*policy, dpdk_port_ids_));
     if (!compiled->ok()) {
         return ApiResult::failure("the policy does not compile", compiled->errors);
     }
@@ -217,30 +222,32 @@ ApiResult PolicyStore::status() {
     }
     json lcores = json::array();
     switch (policy.lcores.mode) {
-    case conf::LcorePolicy::Mode::automatic:
-        break;
-    case conf::LcorePolicy::Mode::run_to_completion:
-        lcores.push_back({{"lcore", policy.lcores.single_lcore},
-                          {"role", "run_to_completion"},
-                          {"ports", json::array()}});
-        break;
-    case conf::LcorePolicy::Mode::explicit_roles:
-        for (const conf::RxLcore& rx : policy.lcores.rx) {
-            json names = json::array();
-            for (const conf::RxQueueRef& ref : rx.queues) {
-                const std::string& name = policy.ports[ref.port].name;
-                if (std::find(names.begin(), names.end(), name) == names.end())
-                    names.push_back(name);
+        case conf::LcorePolicy::Mode::automatic:
+            break;
+        case conf::LcorePolicy::Mode::run_to_completion:
+            lcores.push_back({{"lcore", policy.lcores.single_lcore},
+                              {"role", "run_to_completion"},
+                              {"ports", json::array()}});
+            break;
+        case conf::LcorePolicy::Mode::explicit_roles:
+            for (const conf::RxLcore& rx : policy.lcores.rx) {
+                json names = json::array();
+                for (const conf::RxQueueRef& ref : rx.queues) {
+                    const std::string& name = policy.ports[ref.port].name;
+                    if (std::find(names.begin(), names.end(), name) == names.end())
+                        names.push_back(name);
+                }
+                lcores.push_back(
+                    {{"lcore", rx.lcore}, {"role", "rx"}, {"ports", std::move(names)}});
             }
-            lcores.push_back({{"lcore", rx.lcore}, {"role", "rx"}, {"ports", std::move(names)}});
-        }
-        for (const conf::SchedulerLcore& sched : policy.lcores.scheduler) {
-            json names = json::array();
-            for (size_t port : sched.egress_ports) names.push_back(policy.ports[port].name);
-            lcores.push_back(
-                {{"lcore", sched.lcore}, {"role", "scheduler"}, {"ports", std::move(names)}});
-        }
-        break;
+            for (const conf::SchedulerLcore& sched : policy.lcores.scheduler) {
+                json names = json::array();
+                for (size_t port : sched.egress_ports)
+                    names.push_back(policy.ports[port].name);
+                lcores.push_back(
+                    {{"lcore", sched.lcore}, {"role", "scheduler"}, {"ports", std::move(names)}});
+            }
+            break;
     }
     json changes = json::object();
     static constexpr std::array<const char*, static_cast<size_t>(Change::count)> kChangeNames{
@@ -270,27 +277,27 @@ ApiResult PolicyStore::stats(StatsScope scope) {
         return sched::QueueCounters{};
     };
     switch (scope) {
-    case StatsScope::ports: {
-        json ports = json::array();
-        for (size_t i = 0; i < policy.ports.size(); ++i) {
-            ports.push_back({{"name", policy.ports[i].name},
-                             {"port_id", i < dpdk_port_ids_.size() ? dpdk_port_ids_[i] : i},
-                             {"rx_packets", 0},
-                             {"rx_bytes", 0},
-                             {"tx_packets", 0},
-                             {"tx_bytes", 0},
-                             {"rx_dropped", 0},
-                             {"tx_dropped", 0},
-                             {"rx_bits_per_sec", 0},
-                             {"tx_bits_per_sec", 0}});
+        case StatsScope::ports: {
+            json ports = json::array();
+            for (size_t i = 0; i < policy.ports.size(); ++i) {
+                ports.push_back({{"name", policy.ports[i].name},
+                                 {"port_id", i < dpdk_port_ids_.size() ? dpdk_port_ids_[i] : i},
+                                 {"rx_packets", 0},
+                                 {"rx_bytes", 0},
+                                 {"tx_packets", 0},
+                                 {"tx_bytes", 0},
+                                 {"rx_dropped", 0},
+                                 {"tx_dropped", 0},
+                                 {"rx_bits_per_sec", 0},
+                                 {"tx_bits_per_sec", 0}});
+            }
+            return ApiResult::success(std::move(ports));
         }
-        return ApiResult::success(std::move(ports));
-    }
-    case StatsScope::classes:
-        return ApiResult::success(class_stats_json(
-            policy, zero_nodes, [](size_t) { return classifier::ClassCounters{}; }));
-    case StatsScope::queues:
-        return ApiResult::success(queue_stats_json(policy, zero_nodes));
+        case StatsScope::classes:
+            return ApiResult::success(class_stats_json(
+                policy, zero_nodes, [](size_t) { return classifier::ClassCounters{}; }));
+        case StatsScope::queues:
+            return ApiResult::success(queue_stats_json(policy, zero_nodes));
     }
     return ApiResult::failure("unknown stats scope");
 }
@@ -312,7 +319,7 @@ ApiResult PolicyStore::rules_list() {
 
 ApiResult PolicyStore::counted(Change kind, ApiResult result) {
     changes_[static_cast<size_t>(kind)][result.ok() ? 0 : 1].fetch_add(1,
-                                                                      std::memory_order_relaxed);
+                                                                       std::memory_order_relaxed);
     if (kind == Change::load) last_load_ok_.store(result.ok(), std::memory_order_relaxed);
     return result;
 }
@@ -346,10 +353,9 @@ ApiResult PolicyStore::add_rule(std::string_view rule_text) {
                                       std::to_string(extent.too_deep_at.line + 1));
         }
         if (extent.too_many_nodes) {
-            return ApiResult::failure("the rule expands to more than " +
-                                      std::to_string(kMaxRuleNodes) +
-                                      " YAML nodes (aliases?) at line " +
-                                      std::to_string(extent.overflow.line + 1));
+            return ApiResult::failure(
+                "the rule expands to more than " + std::to_string(kMaxRuleNodes) +
+                " YAML nodes (aliases?) at line " + std::to_string(extent.overflow.line + 1));
         }
         if (extent.more_documents) {
             return ApiResult::failure("the rule text holds more than one YAML document");
@@ -440,8 +446,7 @@ ApiResult PolicyStore::policy_show() {
 }
 
 ApiResult PolicyStore::log_level() {
-    return ApiResult::success(
-        {{"log_level", current_log_level_name()}});
+    return ApiResult::success({{"log_level", current_log_level_name()}});
 }
 
 ApiResult PolicyStore::set_log_level(std::string_view level) {

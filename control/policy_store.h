@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "conf/compile.h"
-#include "control/daemon_api.h"
 #include "conf/policy.h"
+#include "control/daemon_api.h"
 
 namespace twinlane::control {
 
@@ -45,7 +45,7 @@ struct PolicyVersion {
 };
 
 class PolicyStore : public DaemonApi {
-public:
+  public:
     struct CreateResult {
         std::unique_ptr<PolicyStore> store;  // null on error
         std::vector<std::string> errors;
@@ -71,7 +71,7 @@ public:
     ApiResult log_level() override;
     ApiResult set_log_level(std::string_view level) override;
 
-protected:
+  protected:
     explicit PolicyStore(std::vector<uint16_t> dpdk_port_ids);
     std::chrono::steady_clock::time_point started() const { return started_; }
     const std::vector<uint16_t>& dpdk_port_ids() const { return dpdk_port_ids_; }
@@ -93,7 +93,7 @@ protected:
         return std::nullopt;
     }
 
-private:
+  private:
     // The change commands, in status() "policy_changes" order.
     enum class Change : size_t { load, rules_add, rules_delete, class_set, count };
     // Counts `result` as an applied or refused change of `kind`; returns it unchanged.
@@ -101,8 +101,7 @@ private:
     ApiResult load_file(const std::string& path);
     ApiResult add_rule(std::string_view rule_text);
     ApiResult delete_rule(std::string_view rule_name);
-    ApiResult set_class(std::string_view class_name, std::string_view key,
-                        std::string_view value);
+    ApiResult set_class(std::string_view class_name, std::string_view key, std::string_view value);
 
     // Compiles and publishes; returns the error result, or success with the new epoch.
     ApiResult install(std::shared_ptr<const conf::Policy> policy);
@@ -115,8 +114,7 @@ private:
     std::atomic<std::shared_ptr<const PolicyVersion>> current_;
     std::atomic<uint64_t> epoch_{0};
     // [kind][0: applied, 1: refused]
-    std::array<std::array<std::atomic<uint64_t>, 2>, static_cast<size_t>(Change::count)>
-        changes_{};
+    std::array<std::array<std::atomic<uint64_t>, 2>, static_cast<size_t>(Change::count)> changes_{};
     std::atomic<bool> last_load_ok_{true};  // the first policy was loaded, or create() failed
 };
 

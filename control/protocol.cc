@@ -17,10 +17,12 @@ using nlohmann::json;
 std::variant<std::string, std::string> string_arg(const json& args, const char* key,
                                                   size_t max_bytes) {
     const auto it = args.find(key);
-    if (it == args.end()) return std::variant<std::string, std::string>(
-        std::in_place_index<1>, std::string("missing argument '") + key + "'");
-    if (!it->is_string()) return std::variant<std::string, std::string>(
-        std::in_place_index<1>, std::string("argument '") + key + "' must be a string");
+    if (it == args.end())
+        return std::variant<std::string, std::string>(
+            std::in_place_index<1>, std::string("missing argument '") + key + "'");
+    if (!it->is_string())
+        return std::variant<std::string, std::string>(
+            std::in_place_index<1>, std::string("argument '") + key + "' must be a string");
     const auto& text = it->get_ref<const std::string&>();
     if (text.empty() || text.size() > max_bytes) {
         return std::variant<std::string, std::string>(
@@ -33,7 +35,8 @@ std::variant<std::string, std::string> string_arg(const json& args, const char* 
 std::string unknown_args(const json& args, std::initializer_list<std::string_view> allowed) {
     for (const auto& [key, value] : args.items()) {
         bool known = false;
-        for (std::string_view name : allowed) known = known || key == name;
+        for (std::string_view name : allowed)
+            known = known || key == name;
         if (!known) return "unknown argument '" + key.substr(0, 64) + "'";
     }
     return "";
@@ -171,8 +174,8 @@ ApiResult dispatch_checked(DaemonApi& api, const Request& request,
 
 std::variant<Request, RequestError> parse_request(std::string_view line) {
     if (line.size() > kMaxRequestBytes) {
-        return RequestError{nullptr, "request line exceeds " + std::to_string(kMaxRequestBytes) +
-                                         " bytes"};
+        return RequestError{nullptr,
+                            "request line exceeds " + std::to_string(kMaxRequestBytes) + " bytes"};
     }
     json document = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (document.is_discarded()) return RequestError{nullptr, "request is not valid JSON"};

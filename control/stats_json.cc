@@ -119,12 +119,11 @@ json slo_stats_to_json(const SloStatsEntry& entry) {
                 {"windows_missed", st.windows_missed},
                 {"windows_idle", st.windows_idle},
                 {"attainment", st.attainment()},
-                {"last_window",
-                 judged ? json({{"start_ns", st.last_window_start_ns},
-                                {"percentile_ns", st.last_percentile_ns},
-                                {"packets", st.last_packets},
-                                {"met", st.last_met}})
-                        : json(nullptr)},
+                {"last_window", judged ? json({{"start_ns", st.last_window_start_ns},
+                                               {"percentile_ns", st.last_percentile_ns},
+                                               {"packets", st.last_packets},
+                                               {"met", st.last_met}})
+                                       : json(nullptr)},
                 {"worst_window", judged ? json({{"start_ns", st.worst_window_start_ns},
                                                 {"percentile_ns", st.worst_percentile_ns}})
                                         : json(nullptr)},
@@ -172,7 +171,8 @@ json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read
         if (policy.classes[cls].slo) {
             json slos = json::array();
             if (read_slo) {
-                for (const SloStatsEntry& slo : read_slo(cls)) slos.push_back(slo_stats_to_json(slo));
+                for (const SloStatsEntry& slo : read_slo(cls))
+                    slos.push_back(slo_stats_to_json(slo));
             }
             entry["slo"] = std::move(slos);
         }
@@ -181,8 +181,8 @@ json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read
     return out;
 }
 
-json flows_top_json(const conf::Policy& policy, std::span<const classifier::FlowTable* const> tables,
-                    size_t count) {
+json flows_top_json(const conf::Policy& policy,
+                    std::span<const classifier::FlowTable* const> tables, size_t count) {
     // A min-heap of the `count` largest keeps this O(flows log count) with bounded memory.
     auto smaller_bytes = [](const classifier::FlowRecord& a, const classifier::FlowRecord& b) {
         return a.bytes > b.bytes;
@@ -207,8 +207,8 @@ json flows_top_json(const conf::Policy& policy, std::span<const classifier::Flow
     for (const classifier::FlowRecord& flow : heap) {
         const classifier::PacketKey& key = flow.key;
         const uint8_t class_id = flow.applied.class_id;
-        json cls = class_id < policy.classes.size() ? json(policy.classes[class_id].name)
-                                                    : json(class_id);
+        json cls =
+            class_id < policy.classes.size() ? json(policy.classes[class_id].name) : json(class_id);
         out.push_back({{"src", address_text(key, true)},
                        {"dst", address_text(key, false)},
                        {"proto", classifier::key_ip_protocol(key)},

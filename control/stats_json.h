@@ -10,11 +10,10 @@
 
 #include <cstddef>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "classifier/classifier.h"
 #include "classifier/flow_table.h"

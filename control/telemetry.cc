@@ -39,8 +39,10 @@ void add_scalar(rte_tel_data* dict, const std::string& name, const json& value) 
         rte_tel_data_add_dict_u64(dict, key.c_str(), value.get<uint64_t>());
     } else if (value.is_number_integer()) {
         const int64_t number = value.get<int64_t>();
-        if (number >= 0) rte_tel_data_add_dict_u64(dict, key.c_str(), static_cast<uint64_t>(number));
-        else rte_tel_data_add_dict_int(dict, key.c_str(), static_cast<int>(number));
+        if (number >= 0)
+            rte_tel_data_add_dict_u64(dict, key.c_str(), static_cast<uint64_t>(number));
+        else
+            rte_tel_data_add_dict_int(dict, key.c_str(), static_cast<int>(number));
     } else if (value.is_boolean()) {
         rte_tel_data_add_dict_u64(dict, key.c_str(), value.get<bool>() ? 1 : 0);
     } else if (value.is_number_float()) {
@@ -48,7 +50,8 @@ void add_scalar(rte_tel_data* dict, const std::string& name, const json& value) 
     }
 }
 
-// One dict of scalars; nested objects are flattened one level ("queue_packets_in": DPDK names allow no dots).
+// One dict of scalars; nested objects are flattened one level ("queue_packets_in": DPDK names allow
+// no dots).
 void fill_flat_dict(rte_tel_data* dict, const json& object) {
     for (const auto& [key, value] : object.items()) {
         if (value.is_object()) {
@@ -121,8 +124,7 @@ int class_stats_command(const char*, const char*, rte_tel_data* data) {
 // The entries of each item's `list` array (a class's slo, a port's pfc), one dict each, keyed
 // by key_of(item, entry), flattened one level like the rest.
 template <typename KeyOf>
-int answer_entries(rte_tel_data* data, const ApiResult& result, const char* list,
-                   KeyOf&& key_of) {
+int answer_entries(rte_tel_data* data, const ApiResult& result, const char* list, KeyOf&& key_of) {
     if (!result.ok()) return answer_error(data, result.error());
     rte_tel_data_start_dict(data);
     if (!result.value().is_array()) return 0;
@@ -156,14 +158,12 @@ int slo_stats_command(const char*, const char*, rte_tel_data* data) {
 // "PORT/PRIORITY" ("east/3").
 int pfc_stats_command(const char*, const char*, rte_tel_data* data) {
     return guarded(data, [&](DaemonApi& api) {
-        return answer_entries(data, api.stats(StatsScope::ports), "pfc",
-                              [](const json& port, const json& pfc) {
-                                  const json& priority = pfc.contains("priority")
-                                                             ? pfc["priority"]
-                                                             : json();
-                                  return port.value("name", "") + "/" +
-                                         (priority.is_number() ? priority.dump() : "?");
-                              });
+        return answer_entries(
+            data, api.stats(StatsScope::ports), "pfc", [](const json& port, const json& pfc) {
+                const json& priority = pfc.contains("priority") ? pfc["priority"] : json();
+                return port.value("name", "") + "/" +
+                       (priority.is_number() ? priority.dump() : "?");
+            });
     });
 }
 
@@ -206,6 +206,8 @@ std::string register_telemetry(DaemonApi& api) {
     return "";
 }
 
-void unregister_telemetry() { g_telemetry_api.store(nullptr); }
+void unregister_telemetry() {
+    g_telemetry_api.store(nullptr);
+}
 
 }  // namespace twinlane::control

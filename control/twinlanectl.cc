@@ -1,25 +1,24 @@
 #include "control/twinlanectl.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "control/control_client.h"
 #include "conf/policy_document.h"
-#include "control/protocol.h"
 #include "conf/units.h"
+#include "control/control_client.h"
+#include "control/protocol.h"
 
 namespace twinlane::control {
 namespace {
@@ -33,8 +32,9 @@ uint64_t u64(const json& object, const char* key) {
     if (!object.is_object()) return 0;
     const auto it = object.find(key);
     if (it == object.end() || !it->is_number()) return 0;
-    return it->is_number_unsigned() ? it->get<uint64_t>()
-                                    : static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>()));
+    return it->is_number_unsigned()
+               ? it->get<uint64_t>()
+               : static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>()));
 }
 
 std::string str(const json& object, const char* key) {
@@ -72,7 +72,8 @@ void print_table(std::ostream& out, const Row& header, const std::vector<Row>& r
         }
     };
     widen(header);
-    for (const Row& row : rows) widen(row);
+    for (const Row& row : rows)
+        widen(row);
     auto print_row = [&](const Row& row) {
         std::string line;
         for (size_t i = 0; i < widths.size(); ++i) {
@@ -81,11 +82,13 @@ void print_table(std::ostream& out, const Row& header, const std::vector<Row>& r
             if (i) line += "  ";
             line += i == 0 ? cell + pad : pad + cell;
         }
-        while (!line.empty() && line.back() == ' ') line.pop_back();
+        while (!line.empty() && line.back() == ' ')
+            line.pop_back();
         out << line << '\n';
     };
     print_row(header);
-    for (const Row& row : rows) print_row(row);
+    for (const Row& row : rows)
+        print_row(row);
 }
 
 uint64_t ecn_marks(const json& counters) {
@@ -95,8 +98,8 @@ uint64_t ecn_marks(const json& counters) {
 void print_status(std::ostream& out, const json& status) {
     out << "twinlane " << str(status, "version") << ", up "
         << u64(status, "uptime_ns") / 1'000'000'000 << "s, policy " << str(status, "policy_source")
-        << " (epoch " << u64(status, "policy_epoch") << "), log level "
-        << str(status, "log_level") << "\n\n";
+        << " (epoch " << u64(status, "policy_epoch") << "), log level " << str(status, "log_level")
+        << "\n\n";
     std::vector<Row> ports;
     for (const json& port : status.value("ports", json::array())) {
         const bool up = port.value("link_up", false);
@@ -135,14 +138,13 @@ void print_status(std::ostream& out, const json& status) {
 void print_ports(std::ostream& out, const json& ports) {
     std::vector<Row> rows;
     for (const json& port : ports) {
-        rows.push_back({str(port, "name"), std::to_string(u64(port, "rx_packets")),
-                        std::to_string(u64(port, "rx_bytes")),
-                        std::to_string(u64(port, "tx_packets")),
-                        std::to_string(u64(port, "tx_bytes")),
-                        std::to_string(u64(port, "rx_dropped")),
-                        std::to_string(u64(port, "tx_dropped")),
-                        rate_text(static_cast<double>(u64(port, "rx_bits_per_sec"))),
-                        rate_text(static_cast<double>(u64(port, "tx_bits_per_sec")))});
+        rows.push_back(
+            {str(port, "name"), std::to_string(u64(port, "rx_packets")),
+             std::to_string(u64(port, "rx_bytes")), std::to_string(u64(port, "tx_packets")),
+             std::to_string(u64(port, "tx_bytes")), std::to_string(u64(port, "rx_dropped")),
+             std::to_string(u64(port, "tx_dropped")),
+             rate_text(static_cast<double>(u64(port, "rx_bits_per_sec"))),
+             rate_text(static_cast<double>(u64(port, "tx_bits_per_sec")))});
     }
     print_table(out,
                 {"PORT", "RX PKTS", "RX BYTES", "TX PKTS", "TX BYTES", "RX DROP", "TX DROP",
@@ -181,8 +183,8 @@ void print_slos(std::ostream& out, const json& classes) {
             const json& objective = slo.contains("objective") ? slo["objective"] : json::object();
             std::string goal;
             if (objective.contains("target_ns"))
-                goal = str(objective, "percentile") + "<=" +
-                       micros_text(static_cast<double>(u64(objective, "target_ns"))) + "us";
+                goal = str(objective, "percentile") +
+                       "<=" + micros_text(static_cast<double>(u64(objective, "target_ns"))) + "us";
             if (objective.contains("min_share") && objective["min_share"].is_number()) {
                 char share[32];
                 std::snprintf(share, sizeof share, "share>=%.1f%%",
@@ -210,8 +212,7 @@ void print_slos(std::ostream& out, const json& classes) {
             rows.push_back(
                 {str(cls, "name"), str(slo, "port"), goal,
                  micros_text(static_cast<double>(u64(objective, "window_ns")) / 1000.0) + "ms",
-                 actions, std::to_string(met) + "/" + std::to_string(missed), attainment,
-                 last_text,
+                 actions, std::to_string(met) + "/" + std::to_string(missed), attainment, last_text,
                  worst.is_object() ? micros_text(static_cast<double>(u64(worst, "percentile_ns")))
                                    : "-",
                  cap.is_number() ? rate_text(static_cast<double>(cap.get<uint64_t>())) : "-",
@@ -255,8 +256,8 @@ void print_classes(std::ostream& out, const json& classes, const json* previous,
         if (previous != nullptr) {
             double rate = 0;
             if (i < previous->size() && interval_seconds > 0) {
-                const json& before = (*previous)[i].contains("queue") ? (*previous)[i]["queue"]
-                                                                      : json::object();
+                const json& before =
+                    (*previous)[i].contains("queue") ? (*previous)[i]["queue"] : json::object();
                 const uint64_t now_bytes = u64(queue, "bytes_out");
                 const uint64_t then_bytes = u64(before, "bytes_out");
                 if (now_bytes >= then_bytes) {
@@ -324,7 +325,7 @@ struct Options {
 };
 
 class Session {
-public:
+  public:
     Session(const Options& options, std::ostream& out, std::ostream& err)
         : options_(options), out_(out), err_(err) {}
 
@@ -388,7 +389,7 @@ public:
 
     int exit_code = kExitOk;
 
-private:
+  private:
     const Options& options_;
     std::ostream& out_;
     std::ostream& err_;
@@ -432,8 +433,10 @@ int run_twinlanectl(int argc, const char* const* argv, std::ostream& out, std::o
     auto* rules_list = rules->add_subcommand("list", "the rules in evaluation order");
     auto* rules_add = rules->add_subcommand("add", "add a rule (policy-file YAML/JSON syntax)");
     std::string rule_text;
-    rules_add->add_option("rule", rule_text, "e.g. '{name: x, priority: 5, match: {dst_port: "
-                                             "9000}, action: {class: inference}}'")
+    rules_add
+        ->add_option("rule", rule_text,
+                     "e.g. '{name: x, priority: 5, match: {dst_port: "
+                     "9000}, action: {class: inference}}'")
         ->required();
     auto* rules_del = rules->add_subcommand("del", "delete a rule by name");
     std::string rule_name;
@@ -443,10 +446,11 @@ int run_twinlanectl(int argc, const char* const* argv, std::ostream& out, std::o
     auto* class_set = cls->add_subcommand("set", "set one parameter (units as in the policy)");
     std::string class_name, class_key, class_value;
     class_set->add_option("class", class_name, "class name")->required();
-    class_set->add_option("key", class_key,
-                          "weight | rate | burst | limit_packets | limit_bytes | ecn | ecn_kmin | "
-                          "ecn_kmax | ecn_pmax | ecn_drop_non_ect | codel | codel_target | "
-                          "codel_interval | codel_ecn")
+    class_set
+        ->add_option("key", class_key,
+                     "weight | rate | burst | limit_packets | limit_bytes | ecn | ecn_kmin | "
+                     "ecn_kmax | ecn_pmax | ecn_drop_non_ect | codel | codel_target | "
+                     "codel_interval | codel_ecn")
         ->required();
     class_set->add_option("value", class_value, "e.g. 8G, 4, 2MiB, 500us, 20%, on, off")
         ->required();
@@ -552,8 +556,7 @@ int run_twinlanectl(int argc, const char* const* argv, std::ostream& out, std::o
             }
         } else if (log_level->parsed()) {
             const bool set = !level.empty();
-            session.run(set ? "log.set" : "log.get",
-                        set ? json{{"level", level}} : json::object(),
+            session.run(set ? "log.set" : "log.get", set ? json{{"level", level}} : json::object(),
                         [&](const json& r) { out << str(r, "log_level") << '\n'; });
         } else if (watch->parsed()) {
             auto interval = parse_interval(watch_interval);

@@ -198,7 +198,8 @@ std::optional<ApiResult> DaemonControl::before_publish(const control::PolicyVers
     // Plan: decide and build everything before touching any lcore (live_ is written only here,
     // under PolicyStore's change mutex).
     std::vector<conf::CompiledEgress> now;
-    for (const LiveEgress& live : live_) now.push_back(live.compiled);
+    for (const LiveEgress& live : live_)
+        now.push_back(live.compiled);
     UpdatePlan plan = plan_update(*running.policy, running.compiled->classifier, now,
                                   *candidate.policy, *candidate.compiled);
     if (plan.refused()) return ApiResult::failure(plan.refusal, std::move(plan.details));
@@ -299,7 +300,7 @@ void DaemonControl::finish(UpdatePlan& plan,
             UpdateStep& step = plan.steps[i];
             LiveEgress& live = live_[step.egress];
             if (step.change == EgressChange::rebuild) {
-                sched::Scheduler& old_tree = *requests[i]->replacement;       // handed back
+                sched::Scheduler& old_tree = *requests[i]->replacement;      // handed back
                 migrated += old_tree.node_counters(0).migrated_out_packets;  // node 0: the root
                 retire(live, live.compiled.tree, old_tree);
                 live.scheduler = pipeline_.egress[step.egress]->scheduler.get();
@@ -472,8 +473,8 @@ ApiResult DaemonControl::stats(control::StatsScope scope) {
                         const slo::SloTreeSpec& spec = e->governor->spec();
                         for (size_t i = 0; i < spec.classes.size(); ++i) {
                             if (spec.classes[i].class_id != cls) continue;
-                            entries.push_back({policy.ports[e->policy_port].name,
-                                               spec.classes[i], e->governor->stats(i)});
+                            entries.push_back({policy.ports[e->policy_port].name, spec.classes[i],
+                                               e->governor->stats(i)});
                         }
                     }
                     return entries;

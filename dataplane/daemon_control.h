@@ -74,8 +74,8 @@ class DaemonControl final : public control::PolicyStore {
         std::unique_ptr<DaemonControl> control;  // null on error
         std::vector<std::string> errors;
     };
-    static CreateResult create(std::shared_ptr<const conf::Policy> policy,
-                               DaemonPipeline pipeline, DaemonControlOptions options);
+    static CreateResult create(std::shared_ptr<const conf::Policy> policy, DaemonPipeline pipeline,
+                               DaemonControlOptions options);
     ~DaemonControl() override;
 
     control::ApiResult status() override;
@@ -96,7 +96,7 @@ class DaemonControl final : public control::PolicyStore {
   private:
     struct LiveEgress {
         sched::Scheduler* scheduler = nullptr;  // owned by the EgressTask
-        conf::CompiledEgress compiled;       // what it runs (pool_packets as built)
+        conf::CompiledEgress compiled;          // what it runs (pool_packets as built)
         std::map<std::string, uint32_t> node_ids;
         std::map<std::string, sched::QueueCounters> retired;  // by node name
     };

@@ -62,7 +62,7 @@ struct UpdateStep {
 struct UpdatePlan {
     std::vector<UpdateStep> steps;  // only the trees that change
     bool rules_change = false;
-    std::string refusal;               // non-empty: refused, with `details`; nothing to apply
+    std::string refusal;  // non-empty: refused, with `details`; nothing to apply
     std::vector<std::string> details;
 
     bool refused() const { return !refusal.empty(); }

@@ -12,7 +12,8 @@ Eal::Eal(const std::vector<std::string>& args) {
     owned.insert(owned.end(), args.begin(), args.end());
     std::vector<char*> argv;
     argv.reserve(owned.size() + 1);
-    for (auto& a : owned) argv.push_back(a.data());
+    for (auto& a : owned)
+        argv.push_back(a.data());
     argv.push_back(nullptr);
 
     CPU_ZERO(&process_cpus_);

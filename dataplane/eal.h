@@ -10,7 +10,7 @@
 namespace twinlane::dataplane {
 
 class Eal {
-public:
+  public:
     // `args` are the EAL arguments as given after `--` on the command line; the program name
     // is prepended here. On failure, `ok()` is false and `error()` says why.
     explicit Eal(const std::vector<std::string>& args);
@@ -23,7 +23,7 @@ public:
     // The CPUs the process could use before EAL pinned this thread to the main lcore's.
     const cpu_set_t& process_cpus() const { return process_cpus_; }
 
-private:
+  private:
     bool ok_ = false;
     cpu_set_t process_cpus_{};
     std::string error_;

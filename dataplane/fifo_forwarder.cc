@@ -16,9 +16,10 @@ constexpr uint16_t kBurst = 32;
 
 // Single-producer single-consumer on one lcore: a power-of-two ring of mbuf pointers.
 class MbufFifo {
-public:
+  public:
     explicit MbufFifo(uint32_t capacity)
-        : slots_(std::bit_ceil(std::max<uint32_t>(capacity, kBurst))), mask_(slots_.size() - 1),
+        : slots_(std::bit_ceil(std::max<uint32_t>(capacity, kBurst))),
+          mask_(slots_.size() - 1),
           limit_(std::max<uint32_t>(capacity, 1)) {}
 
     bool push(rte_mbuf* m) {
@@ -29,13 +30,14 @@ public:
     // Contiguous run of queued mbufs starting at the head (may be shorter than size()).
     uint16_t peek(rte_mbuf** out, uint16_t max) const {
         const uint32_t n = std::min<uint32_t>(max, static_cast<uint32_t>(tail_ - head_));
-        for (uint32_t i = 0; i < n; ++i) out[i] = slots_[(head_ + i) & mask_];
+        for (uint32_t i = 0; i < n; ++i)
+            out[i] = slots_[(head_ + i) & mask_];
         return static_cast<uint16_t>(n);
     }
     void pop(uint32_t n) { head_ += n; }
     uint64_t size() const { return tail_ - head_; }
 
-private:
+  private:
     std::vector<rte_mbuf*> slots_;
     uint64_t mask_;
     uint64_t limit_;
@@ -61,7 +63,8 @@ FifoForwarderCounters run_fifo_forwarder(const FifoForwarderOptions& options) {
         const uint16_t n = fifo.peek(out, kBurst);
         if (n == 0) return uint16_t{0};
         const uint16_t sent = rte_eth_tx_burst(options.tx_port, 0, out, n);
-        for (uint16_t i = 0; i < sent; ++i) c.tx_bytes += rte_pktmbuf_pkt_len(out[i]);
+        for (uint16_t i = 0; i < sent; ++i)
+            c.tx_bytes += rte_pktmbuf_pkt_len(out[i]);
         c.tx_packets += sent;
         fifo.pop(sent);
         return sent;
@@ -86,7 +89,8 @@ FifoForwarderCounters run_fifo_forwarder(const FifoForwarderOptions& options) {
     }
 
     const uint64_t drain_deadline = rte_rdtsc() + ns_to_tsc(options.drain_timeout_ns);
-    while (fifo.size() != 0 && rte_rdtsc() < drain_deadline) transmit();
+    while (fifo.size() != 0 && rte_rdtsc() < drain_deadline)
+        transmit();
     while (fifo.size() != 0) {
         rte_mbuf* out[kBurst];
         const uint16_t n = fifo.peek(out, kBurst);

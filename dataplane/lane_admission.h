@@ -53,10 +53,13 @@ using ArrivalOrderScratch = std::vector<ArrivalEntry<Item>>;
 // `scratch` must hold every lane's capacity plus `burst` entries (capacity() is not grown here).
 template <typename Item, uint32_t kBurstSize, typename Lanes, typename Sink>
 class LaneAdmission {
-public:
+  public:
     LaneAdmission(Lanes& lanes, Sink& sink, std::span<const uint8_t> lane_order,
                   uint32_t lane_count, ArrivalOrderScratch<Item>& scratch)
-        : lanes_(lanes), sink_(sink), lane_order_(lane_order), lane_count_(lane_count),
+        : lanes_(lanes),
+          sink_(sink),
+          lane_order_(lane_order),
+          lane_count_(lane_count),
           scratch_(scratch) {}
 
     // One round; returns the packets admitted.
@@ -79,7 +82,7 @@ public:
         return admitted;
     }
 
-private:
+  private:
     // `pending` (the rest of a burst, starting at a reclassified packet) and what every lane
     // holds now, in arrival order.
     uint32_t admit_in_arrival_order(const Item* pending, uint32_t count) {
@@ -89,7 +92,8 @@ private:
             const uint64_t position = scratch_.size();
             scratch_.push_back({m.arrival_ns, uint64_t{m.burst_index} << 32 | position, item});
         };
-        for (uint32_t i = 0; i < count; ++i) take(pending[i]);
+        for (uint32_t i = 0; i < count; ++i)
+            take(pending[i]);
         // What the lanes hold, as a consistent cut: if it holds a packet, it holds every packet
         // enqueued before it (a reclassified packet's earlier ones above all). Counts read lane
         // after lane are not one: the RX lcore may enqueue into a lane already read and then
@@ -98,7 +102,8 @@ private:
         // Rings change every few microseconds at most, so a few tries suffice; past
         // kCutAttempts the last counts are taken (a reclassification met later is handled then).
         uint32_t counts[kMaxLanes];
-        for (uint8_t lane = 0; lane < lane_count_; ++lane) counts[lane] = lanes_.count(lane);
+        for (uint8_t lane = 0; lane < lane_count_; ++lane)
+            counts[lane] = lanes_.count(lane);
         for (uint32_t attempt = 1; attempt < kCutAttempts; ++attempt) {
             bool stable = true;
             for (uint8_t lane = 0; lane < lane_count_; ++lane) {
@@ -113,7 +118,8 @@ private:
                 Item burst[kBurstSize];
                 const uint32_t n = lanes_.dequeue(lane, burst, std::min(left, kBurstSize));
                 if (n == 0) break;
-                for (uint32_t i = 0; i < n; ++i) take(burst[i]);
+                for (uint32_t i = 0; i < n; ++i)
+                    take(burst[i]);
                 left -= n;
             }
         }

@@ -19,8 +19,9 @@ int main(int argc, char** argv) {
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l %v");
     spdlog::set_default_logger(logger);
 
-    CLI::App app{"twinlane: a DPDK traffic scheduler that keeps AI inference fast while "
-                 "training saturates the link"};
+    CLI::App app{
+        "twinlane: a DPDK traffic scheduler that keeps AI inference fast while "
+        "training saturates the link"};
     app.require_subcommand(1);
     std::string log_level = "info";
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")

@@ -8,7 +8,9 @@
 namespace twinlane::dataplane {
 namespace {
 
-std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+std::string mib(uint64_t bytes) {
+    return std::to_string(bytes >> 20) + " MiB";
+}
 
 }  // namespace
 
@@ -25,8 +27,8 @@ uint64_t available_memory_bytes() {
 std::optional<std::string> flow_tables_exceed_memory(const conf::Policy& policy,
                                                      const classifier::ClassifierConfig& config,
                                                      size_t tables) {
-    const uint64_t each = classifier::FlowTable::memory_bytes(config.flow_table_capacity,
-                                                              config.flow_slots_per_flow);
+    const uint64_t each =
+        classifier::FlowTable::memory_bytes(config.flow_table_capacity, config.flow_slots_per_flow);
     const uint64_t needed = each * tables;
     const uint64_t available = available_memory_bytes();
     if (available == 0 || needed <= available) return std::nullopt;

@@ -18,9 +18,9 @@ void PacedInput::stage(rte_mbuf* const* read, uint16_t n, uint64_t read_tsc) {
         }
         uint64_t due = started_ ? read_tsc - origin_tsc_ : schedule_.last_end();
         if ((m->ol_flags & timestamp_flag_) != 0) [[likely]] {
-            schedule_.next(
-                *RTE_MBUF_DYNFIELD(m, timestamp_offset_, rte_mbuf_timestamp_t*) * timestamp_unit_ns_,
-                m->pkt_len);
+            schedule_.next(*RTE_MBUF_DYNFIELD(m, timestamp_offset_, rte_mbuf_timestamp_t*) *
+                               timestamp_unit_ns_,
+                           m->pkt_len);
             due = schedule_.last_end();
         } else {
             ++unstamped_;

@@ -38,8 +38,12 @@ struct PacketMeta {
 };
 static_assert(sizeof(PacketMeta) == 24);
 
-inline void set_previous_job(rte_mbuf* m, uint32_t job) { m->hash.sched.queue_id = job; }
-inline uint32_t previous_job(const rte_mbuf* m) { return m->hash.sched.queue_id; }
+inline void set_previous_job(rte_mbuf* m, uint32_t job) {
+    m->hash.sched.queue_id = job;
+}
+inline uint32_t previous_job(const rte_mbuf* m) {
+    return m->hash.sched.queue_id;
+}
 
 // Registers the dynfield (idempotent: the same name gives the same offset) and returns its
 // byte offset in the mbuf, or -1 with `error` filled.

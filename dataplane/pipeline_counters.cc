@@ -78,8 +78,8 @@ uint64_t CounterSnapshot::Lane::latency_mean_ns() const {
     return tx_packets == 0 ? 0 : latency_sum_ns / tx_packets;
 }
 
-uint64_t bucket_percentile_ns(const std::array<uint64_t, kLatencyBuckets>& buckets,
-                              uint64_t max_ns, uint32_t quantile_ppm) {
+uint64_t bucket_percentile_ns(const std::array<uint64_t, kLatencyBuckets>& buckets, uint64_t max_ns,
+                              uint32_t quantile_ppm) {
     // Counted from the buckets, not a separate total: while the pipeline runs the two are read
     // at different moments.
     uint64_t count = 0;
@@ -185,7 +185,8 @@ CounterSnapshot snapshot(const std::vector<const LcoreCounters*>& lcores, uint32
             s.stages[i] += fields[i]->read();
     }
     for (uint32_t p = 0; p < port_count; ++p)
-        for (uint32_t q = 0; q < 8; ++q) s.pfc[p].queued_bytes[q] = pfc_queued_bytes(lcores, p, q);
+        for (uint32_t q = 0; q < 8; ++q)
+            s.pfc[p].queued_bytes[q] = pfc_queued_bytes(lcores, p, q);
     return s;
 }
 
@@ -195,8 +196,10 @@ uint64_t pfc_queued_bytes(const std::vector<const LcoreCounters*>& lcores, uint3
     // outs read has all been counted in by the time the ins are read. The result may count a
     // packet that left meanwhile (a pause a moment early), never miss one still inside.
     uint64_t out = 0, in = 0;
-    for (const LcoreCounters* c : lcores) out += c->pfc[port].out_bytes[priority].read();
-    for (const LcoreCounters* c : lcores) in += c->pfc[port].in_bytes[priority].read();
+    for (const LcoreCounters* c : lcores)
+        out += c->pfc[port].out_bytes[priority].read();
+    for (const LcoreCounters* c : lcores)
+        in += c->pfc[port].in_bytes[priority].read();
     return in > out ? in - out : 0;
 }
 

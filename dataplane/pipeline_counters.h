@@ -79,11 +79,11 @@ struct LaneCounters {  // per class
 // in less the sum of out over lcores). The others belong to the lcore transmitting on the port.
 struct PfcCounters {
     std::array<RelaxedCounter, 8> in_bytes, out_bytes;
-    std::array<RelaxedCounter, 8> tx_frames;     // pause frames sent (XOFF, refresh, XON)
-    std::array<RelaxedCounter, 8> tx_pause_ns;   // time the peer was asked to hold its sending
-    std::array<RelaxedCounter, 8> rx_frames;     // pause frames received
-    std::array<RelaxedCounter, 8> rx_pause_ns;   // time this port's priority was held
-    std::array<RelaxedCounter, 8> storms;        // watchdog storm detections
+    std::array<RelaxedCounter, 8> tx_frames;    // pause frames sent (XOFF, refresh, XON)
+    std::array<RelaxedCounter, 8> tx_pause_ns;  // time the peer was asked to hold its sending
+    std::array<RelaxedCounter, 8> rx_frames;    // pause frames received
+    std::array<RelaxedCounter, 8> rx_pause_ns;  // time this port's priority was held
+    std::array<RelaxedCounter, 8> storms;       // watchdog storm detections
 };
 
 // TSC cycles spent in each stage, and the packets they handled (cycles per packet = ratio).
@@ -116,8 +116,8 @@ struct alignas(64) LcoreCounters {
 // The value at `quantile_ppm` of a histogram in LatencyLayout's buckets, by nearest rank, as
 // the upper bound of its bucket (at most 6.25% above the exact value) but never above `max_ns`.
 // 0 when the histogram is empty.
-uint64_t bucket_percentile_ns(const std::array<uint64_t, kLatencyBuckets>& buckets,
-                              uint64_t max_ns, uint32_t quantile_ppm);
+uint64_t bucket_percentile_ns(const std::array<uint64_t, kLatencyBuckets>& buckets, uint64_t max_ns,
+                              uint32_t quantile_ppm);
 
 // One lcore's LoopCounters, read.
 struct LoopSnapshot {

@@ -21,7 +21,9 @@ namespace {
 std::atomic<bool> g_reload{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "must be async-signal-safe");
 
-extern "C" void on_reload_signal(int) { g_reload.store(true, std::memory_order_relaxed); }
+extern "C" void on_reload_signal(int) {
+    g_reload.store(true, std::memory_order_relaxed);
+}
 
 // Editors and config managers write a file in several steps (truncate, write, rename): the
 // watcher waits this long after the last event before it reads the file.
@@ -52,10 +54,9 @@ PolicyReloader::PolicyReloader(DaemonControl& control, std::string policy_path, 
         const std::string dir = std::filesystem::path(path_).parent_path().empty()
                                     ? std::string(".")
                                     : std::filesystem::path(path_).parent_path().string();
-        if (inotify_fd_ < 0 ||
-            inotify_add_watch(inotify_fd_, dir.c_str(),
-                              IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE |
-                                  IN_ATTRIB) < 0) {
+        if (inotify_fd_ < 0 || inotify_add_watch(inotify_fd_, dir.c_str(),
+                                                 IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE |
+                                                     IN_DELETE | IN_ATTRIB) < 0) {
             spdlog::error("--watch-policy: cannot watch {}: {}; reload with SIGHUP", dir,
                           std::strerror(errno));
         } else {
@@ -94,11 +95,13 @@ void PolicyReloader::reload(const char* why) {
         return;
     }
     std::string reasons = result.error();
-    for (const std::string& detail : result.details()) reasons += "; " + detail;
+    for (const std::string& detail : result.details())
+        reasons += "; " + detail;
     control_.note_reload(false, reasons);
     spdlog::error("policy {} reload ({}) refused, the running policy is kept: {}", path_, why,
                   result.error());
-    for (const std::string& detail : result.details()) spdlog::error("  {}", detail);
+    for (const std::string& detail : result.details())
+        spdlog::error("  {}", detail);
 }
 
 void PolicyReloader::run() {

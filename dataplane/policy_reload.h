@@ -23,13 +23,13 @@ namespace twinlane::dataplane {
 void install_reload_handler();
 
 class PolicyReloader {
-public:
+  public:
     PolicyReloader(DaemonControl& control, std::string policy_path, bool watch);
     ~PolicyReloader();
     PolicyReloader(const PolicyReloader&) = delete;
     PolicyReloader& operator=(const PolicyReloader&) = delete;
 
-private:
+  private:
     void run();
     void reload(const char* why);
     std::string fingerprint() const;  // what the path resolves to, and its contents' hash
@@ -38,7 +38,7 @@ private:
     const std::string path_;
     const bool watch_;
     int inotify_fd_ = -1;
-    int stop_fd_ = -1;  // eventfd: wakes the thread to stop
+    int stop_fd_ = -1;     // eventfd: wakes the thread to stop
     std::string applied_;  // fingerprint of the file last loaded
     std::thread thread_;   // last: starts after the fields above exist
 };

@@ -166,8 +166,8 @@ bool lossless_options(const ReplayArgs& args, Setup& s) {
             return false;
         }
         if (egress.pause_node[pause->priority] < 0) {
-            spdlog::error("--pfc-pause '{}': no lossless class of {} is bound to priority {}",
-                          text, args.policy, int{pause->priority});
+            spdlog::error("--pfc-pause '{}': no lossless class of {} is bound to priority {}", text,
+                          args.policy, int{pause->priority});
             return false;
         }
         o.pauses.push_back(*pause);
@@ -217,7 +217,8 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     }
     conf::PolicyResult loaded = conf::load_policy(args.policy);
     if (!loaded.ok()) {
-        for (const auto& e : loaded.errors) spdlog::error("{}", e.to_string());
+        for (const auto& e : loaded.errors)
+            spdlog::error("{}", e.to_string());
         return std::nullopt;
     }
     const conf::EgressTree* tree = select_tree(*loaded.policy, args);
@@ -228,10 +229,11 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     // default policy's 50% inference shaper at 5G on a 100G replay.
     const conf::PortPolicy& port = loaded.policy->ports[tree->port];
     if (link_rate && *link_rate != port.rate_bits_per_sec) {
-        spdlog::info("--link-rate {}: port '{}' replayed at that rate instead of the policy's "
-                     "{:.6g} Gbit/s (its percentages follow; absolute shaper rates above it are "
-                     "capped)",
-                     args.link_rate, port.name, static_cast<double>(port.rate_bits_per_sec) / 1e9);
+        spdlog::info(
+            "--link-rate {}: port '{}' replayed at that rate instead of the policy's "
+            "{:.6g} Gbit/s (its percentages follow; absolute shaper rates above it are "
+            "capped)",
+            args.link_rate, port.name, static_cast<double>(port.rate_bits_per_sec) / 1e9);
         loaded = conf::load_policy(args.policy, {port.name, *link_rate});
         if (!loaded.ok()) {
             for (const auto& e : loaded.errors)
@@ -246,7 +248,8 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     const conf::Policy& policy = *s.policy;
     s.compiled = conf::compile_policy(policy);
     if (!s.compiled.ok()) {
-        for (const auto& e : s.compiled.errors) spdlog::error("{}: {}", args.policy, e);
+        for (const auto& e : s.compiled.errors)
+            spdlog::error("{}: {}", args.policy, e);
         return std::nullopt;
     }
     s.tree = tree;
@@ -300,7 +303,8 @@ std::unique_ptr<replay::Discipline> make_discipline(const std::string& name, con
                                                            s.egress().leaves);
     slo::SloTreeSpec slo = s.egress().slo;
     if (s.slo_measure_only) {
-        for (slo::SloClassSpec& c : slo.classes) c.adapt_cap = c.downgrade = false;
+        for (slo::SloClassSpec& c : slo.classes)
+            c.adapt_cap = c.downgrade = false;
     }
     if (auto problem = d->govern(slo)) {
         spdlog::error("slo: {}", *problem);
@@ -338,9 +342,9 @@ int run(const ReplayArgs& args) {
     std::unique_ptr<Eal> eal;
     for (const auto& d : disciplines) {
         if (d == "rte_sched" && !eal) {
-            eal = std::make_unique<Eal>(std::vector<std::string>{
-                "--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "512", "-l", "0",
-                "--log-level=error"});
+            eal = std::make_unique<Eal>(
+                std::vector<std::string>{"--no-huge", "--no-pci", "--no-shconf", "--no-telemetry",
+                                         "-m", "512", "-l", "0", "--log-level=error"});
             if (!eal->ok()) {
                 spdlog::error("rte_sched needs DPDK's EAL: {}", eal->error());
                 return 2;
@@ -365,9 +369,9 @@ int run(const ReplayArgs& args) {
         classifier::Classifier classifier(setup->compiled.classifier);
         std::unique_ptr<replay::Discipline> discipline = make_discipline(name, *setup);
         if (!discipline) return 2;
-        auto report = std::make_unique<replay::ReplayReport>(
-            name, setup->link_rate_bps, setup->compiled.classifier.class_names, setup->bulk_class,
-            1'000'000);
+        auto report = std::make_unique<replay::ReplayReport>(name, setup->link_rate_bps,
+                                                             setup->compiled.classifier.class_names,
+                                                             setup->bulk_class, 1'000'000);
         if (!setup->egress().slo.empty()) report->track_shares_by_class();
         try {
             replay::PcapReader reader(args.input);
@@ -389,7 +393,8 @@ int run(const ReplayArgs& args) {
             options.lossless = setup->lossless;
             replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
             if (writer) writer->close();
-            const auto* governed = dynamic_cast<const replay::SchedulerDiscipline*>(discipline.get());
+            const auto* governed =
+                dynamic_cast<const replay::SchedulerDiscipline*>(discipline.get());
             if (governed != nullptr && governed->governor() != nullptr) {
                 replay::SloReport slo = replay::SloReport::from(*governed->governor());
                 for (const slo::SloEvent& e : slo.events)
@@ -399,18 +404,20 @@ int run(const ReplayArgs& args) {
             }
             if (pcap_file) written.push_back(std::move(pcap_file));
             if (report->records_back_in_time() != 0 && name == disciplines.front()) {
-                spdlog::warn("pcap '{}': {} records stamped earlier than the record before them "
-                             "(by up to {:.1f} us: an unsorted merge of captures, or one bad "
-                             "timestamp?) were replayed at that record's time; `reordercap` "
-                             "sorts a capture",
-                             args.input, report->records_back_in_time(),
-                             static_cast<double>(report->max_back_in_time_ns()) / 1e3);
+                spdlog::warn(
+                    "pcap '{}': {} records stamped earlier than the record before them "
+                    "(by up to {:.1f} us: an unsorted merge of captures, or one bad "
+                    "timestamp?) were replayed at that record's time; `reordercap` "
+                    "sorts a capture",
+                    args.input, report->records_back_in_time(),
+                    static_cast<double>(report->max_back_in_time_ns()) / 1e3);
             }
             if (!reader.truncated_tail().empty() && name == disciplines.front()) {
-                spdlog::warn("pcap '{}' ends inside record {} ({}): replayed the {} complete "
-                             "records before it",
-                             args.input, reader.records_read() + 1, reader.truncated_tail(),
-                             reader.records_read());
+                spdlog::warn(
+                    "pcap '{}' ends inside record {} ({}): replayed the {} complete "
+                    "records before it",
+                    args.input, reader.records_read() + 1, reader.truncated_tail(),
+                    reader.records_read());
             }
         } catch (const replay::PcapError& e) {
             spdlog::error("{}", e.what());
@@ -455,11 +462,13 @@ int run(const ReplayArgs& args) {
 
     if (args.json) {
         nlohmann::json all = nlohmann::json::array();
-        for (const auto& r : reports) all.push_back(r->to_json());
+        for (const auto& r : reports)
+            all.push_back(r->to_json());
         std::printf("%s\n", all.dump().c_str());
     } else {
         std::vector<const replay::ReplayReport*> views;
-        for (const auto& r : reports) views.push_back(r.get());
+        for (const auto& r : reports)
+            views.push_back(r.get());
         std::printf("replay of %s at %.3g Gbit/s, policy %s\n", args.input.c_str(),
                     static_cast<double>(setup->link_rate_bps) / 1e9, args.policy.c_str());
         std::printf("%s", replay::format_comparison(views).c_str());

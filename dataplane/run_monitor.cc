@@ -63,8 +63,7 @@ void Monitor::run() {
             next_link = now + std::chrono::milliseconds(500);
             poll_links(link_up);
         }
-        const CounterSnapshot s =
-            snapshot_totals(blocks, static_cast<uint32_t>(link_up.size()));
+        const CounterSnapshot s = snapshot_totals(blocks, static_cast<uint32_t>(link_up.size()));
         if (options_.stats_interval_ns != 0 && now >= next_stats) {
             const double dt = std::chrono::duration<double>(now - stats_at).count();
             spdlog::info("stats: rx {:.3f} Mpps, tx {:.3f} Mpps, dropped {}, rx total {}",

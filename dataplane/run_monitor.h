@@ -1,7 +1,8 @@
 // The run's monitor thread, off the hot path: link status changes (logged), periodic stats,
-// the SLO governors' events (logged, with their reasons), end of input (every input idle with nothing queued) and the duration limit, both of which
-// request the stop. Reads the lcores' counters with relaxed loads while they run. Lives from
-// just before the lcores launch until they have returned.
+// the SLO governors' events (logged, with their reasons), end of input (every input idle with
+// nothing queued) and the duration limit, both of which request the stop. Reads the lcores'
+// counters with relaxed loads while they run. Lives from just before the lcores launch until they
+// have returned.
 #pragma once
 
 #include <chrono>
@@ -35,7 +36,7 @@ class Monitor {
     std::condition_variable wake_;
     bool done_ = false;
     std::vector<uint64_t> slo_events_dropped_;  // per egress task, as logged so far
-    std::thread thread_;  // last: starts after the fields above exist
+    std::thread thread_;                        // last: starts after the fields above exist
 };
 
 }  // namespace twinlane::dataplane

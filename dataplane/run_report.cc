@@ -65,7 +65,8 @@ nlohmann::json to_json(const RunReport& r) {
     for (uint32_t d = 0; d < kDropCauseCount; ++d)
         drops[to_string(static_cast<DropCause>(d))] = c.drops[d];
     nlohmann::json roles = nlohmann::json::array();
-    for (const RunReport::Lcore& l : r.lcores) roles.push_back(l.role);
+    for (const RunReport::Lcore& l : r.lcores)
+        roles.push_back(l.role);
     nlohmann::json ports = nlohmann::json::array();
     for (size_t p = 0; p < c.ports.size(); ++p) {
         const auto& s = c.ports[p];
@@ -103,27 +104,28 @@ nlohmann::json to_json(const RunReport& r) {
                            {"latency_histogram", latency_histogram_json(s)}});
     }
     const auto& st = c.stages;
-    return {
-        {"mode", "policy"},
-        {"elapsed_s", r.elapsed_s},
-        {"rx_packets", c.rx_packets()},
-        {"rx_bytes", c.rx_bytes()},
-        {"tx_packets", c.tx_packets()},
-        {"tx_bytes", c.tx_bytes()},
-        {"dropped", drops},
-        {"queued", r.queued},
-        {"ports", ports},
-        {"classes", classes},
-        {"pfc", pfc_json(r)},
-        {"lcores", roles},
-        {"loops", loops_json(r)},
-        {"cycles_per_packet",
-         {{"rx_classify", per_packet(st[0], st[1])},
-          {"sched_enqueue", per_packet(st[2], st[3])},
-          {"sched_dequeue_tx", per_packet(st[4], st[5])}}},
-        {"tsc_hz", r.tsc_hz},
-        {"mbufs", {{"in_use_start", r.mbufs_in_use_start}, {"in_use_end", r.mbufs_in_use_end},
-                    {"held_by_af_xdp", r.mbufs_held_by_af_xdp}}}};
+    return {{"mode", "policy"},
+            {"elapsed_s", r.elapsed_s},
+            {"rx_packets", c.rx_packets()},
+            {"rx_bytes", c.rx_bytes()},
+            {"tx_packets", c.tx_packets()},
+            {"tx_bytes", c.tx_bytes()},
+            {"dropped", drops},
+            {"queued", r.queued},
+            {"ports", ports},
+            {"classes", classes},
+            {"pfc", pfc_json(r)},
+            {"lcores", roles},
+            {"loops", loops_json(r)},
+            {"cycles_per_packet",
+             {{"rx_classify", per_packet(st[0], st[1])},
+              {"sched_enqueue", per_packet(st[2], st[3])},
+              {"sched_dequeue_tx", per_packet(st[4], st[5])}}},
+            {"tsc_hz", r.tsc_hz},
+            {"mbufs",
+             {{"in_use_start", r.mbufs_in_use_start},
+              {"in_use_end", r.mbufs_in_use_end},
+              {"held_by_af_xdp", r.mbufs_held_by_af_xdp}}}};
 }
 
 void row(const char* label, uint64_t packets, uint64_t bytes) {

@@ -26,11 +26,11 @@ struct NicCounters {
 struct RunReport {
     std::vector<std::string> port_names;  // policy names, by policy port index
     std::vector<std::string> port_devices;
-    std::vector<NicCounters> port_nic;    // by policy port index
+    std::vector<NicCounters> port_nic;     // by policy port index
     std::vector<std::string> class_names;  // by class id
     struct Lcore {
         uint32_t id = 0;
-        std::string role;  // e.g. "lcore 1: rx west/0; sched east"
+        std::string role;   // e.g. "lcore 1: rx west/0; sched east"
         LoopSnapshot loop;  // its busy passes
     };
     std::vector<Lcore> lcores;

@@ -21,8 +21,8 @@
 #include "dataplane/eal.h"
 #include "dataplane/port.h"
 #include "dataplane/stop_signal.h"
-#include "replay/trace_schedule.h"
 #include "replay/pcap_io.h"
+#include "replay/trace_schedule.h"
 
 namespace twinlane::dataplane {
 namespace {
@@ -149,7 +149,8 @@ void send_paced(const Capture& capture, uint16_t port, rte_mempool* pool, double
     for (size_t i = 0; i < frames.size(); ++i)
         due[i] = schedule.next(frames[i].timestamp_ns, frames[i].wire_length);
     const uint64_t start = rte_rdtsc() + hz / 1000;
-    for (uint64_t& d : due) d += start;
+    for (uint64_t& d : due)
+        d += start;
     c.lateness_tsc.reserve(frames.size());
     rte_mbuf* burst[kBurst];
     size_t next = 0;
@@ -157,8 +158,7 @@ void send_paced(const Capture& capture, uint16_t port, rte_mempool* pool, double
         c.received += drain_rx(port);
         const uint64_t now = rte_rdtsc();
         uint32_t n = 0;
-        while (n < kBurst && next + n < frames.size() &&
-               due[next + n] <= now)
+        while (n < kBurst && next + n < frames.size() && due[next + n] <= now)
             ++n;
         if (n == 0) {
             rte_pause();
@@ -206,11 +206,10 @@ double percentile_us(std::vector<uint64_t>& tsc, double q, uint64_t hz) {
 void print_report(const SendArgs& args, const std::string& port, const Capture& capture,
                   SendCounters& c) {
     const uint64_t hz = rte_get_tsc_hz();
-    const double trace_s =
-        static_cast<double>(capture.frames.back().timestamp_ns -
-                            std::min(capture.frames.back().timestamp_ns,
-                                     capture.frames.front().timestamp_ns)) /
-        1e9;
+    const double trace_s = static_cast<double>(capture.frames.back().timestamp_ns -
+                                               std::min(capture.frames.back().timestamp_ns,
+                                                        capture.frames.front().timestamp_ns)) /
+                           1e9;
     const double sent_s = static_cast<double>(c.last_tsc - c.first_tsc) / static_cast<double>(hz);
     const auto gbps = [](uint64_t bytes, double s) {
         return s > 0 ? static_cast<double>(bytes) * 8 / s / 1e9 : 0.0;
@@ -236,15 +235,15 @@ void print_report(const SendArgs& args, const std::string& port, const Capture& 
             {"tx_full_retries", c.tx_full_retries},
             {"mbuf_waits", c.mbuf_waits},
             {"received_and_freed", c.received},
-            {"skipped", {{"empty", capture.skipped_empty},
-                         {"oversized", capture.skipped_oversized}}},
+            {"skipped",
+             {{"empty", capture.skipped_empty}, {"oversized", capture.skipped_oversized}}},
         };
         std::printf("%s\n", j.dump().c_str());
         return;
     }
-    std::printf("twinlane send: %s -> %s at %gx its recorded timing%s%s\n",
-                args.pcap_path.c_str(), port.c_str(), args.speed,
-                args.link_rate.empty() ? "" : ", serialised at ", args.link_rate.c_str());
+    std::printf("twinlane send: %s -> %s at %gx its recorded timing%s%s\n", args.pcap_path.c_str(),
+                port.c_str(), args.speed, args.link_rate.empty() ? "" : ", serialised at ",
+                args.link_rate.c_str());
     std::printf("  %-14s %12zu frames %14llu bytes in %.6f s (%.2f Gbit/s at this speed)\n",
                 "trace", capture.frames.size(), static_cast<unsigned long long>(capture.bytes),
                 trace_s, gbps(capture.bytes, trace_s / args.speed));
@@ -253,11 +252,11 @@ void print_report(const SendArgs& args, const std::string& port, const Capture& 
                 static_cast<unsigned long long>(c.bytes), sent_s, gbps(c.bytes, sent_s));
     std::printf("  %-14s p50 %.1f, p99 %.1f, p99.9 %.1f, max %.1f us after the due time\n",
                 "handed over", p50, p99, p999, max);
-    std::printf("  %-14s %llu TX ring-full retries, %llu waits for mbufs, %llu frames received "
-                "and freed\n",
-                "device", static_cast<unsigned long long>(c.tx_full_retries),
-                static_cast<unsigned long long>(c.mbuf_waits),
-                static_cast<unsigned long long>(c.received));
+    std::printf(
+        "  %-14s %llu TX ring-full retries, %llu waits for mbufs, %llu frames received "
+        "and freed\n",
+        "device", static_cast<unsigned long long>(c.tx_full_retries),
+        static_cast<unsigned long long>(c.mbuf_waits), static_cast<unsigned long long>(c.received));
     if (capture.skipped_empty + capture.skipped_oversized > 0)
         std::printf("  %-14s %llu empty, %llu over %u bytes\n", "skipped",
                     static_cast<unsigned long long>(capture.skipped_empty),
@@ -315,8 +314,8 @@ int send(const SendArgs& args) {
         },
         nullptr);
     PortSettings settings;
-    settings.mtu = std::max<uint32_t>(1500 + RTE_ETHER_HDR_LEN, capture.max_length) -
-                   RTE_ETHER_HDR_LEN;
+    settings.mtu =
+        std::max<uint32_t>(1500 + RTE_ETHER_HDR_LEN, capture.max_length) - RTE_ETHER_HDR_LEN;
     if (!start_port(port, settings, pool.get(), error)) {
         spdlog::error("{}", error);
         return 2;

@@ -7,7 +7,9 @@ namespace {
 std::atomic<bool> g_stop{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "must be async-signal-safe");
 
-extern "C" void on_stop_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
+extern "C" void on_stop_signal(int) {
+    g_stop.store(true, std::memory_order_relaxed);
+}
 }  // namespace
 
 void install_stop_handlers() {
@@ -20,7 +22,11 @@ void install_stop_handlers() {
     sigaction(SIGTERM, &sa, nullptr);
 }
 
-bool stop_requested() { return g_stop.load(std::memory_order_relaxed); }
-void request_stop() { g_stop.store(true, std::memory_order_relaxed); }
+bool stop_requested() {
+    return g_stop.load(std::memory_order_relaxed);
+}
+void request_stop() {
+    g_stop.store(true, std::memory_order_relaxed);
+}
 
 }  // namespace twinlane::dataplane

@@ -29,7 +29,7 @@
 namespace twinlane::dataplane {
 
 class TxPacer {
-public:
+  public:
     // Wire overhead per frame not in its length: FCS, preamble + SFD, inter-frame gap.
     static constexpr uint32_t kWireOverheadBytes = 4 + 8 + 12;
     static constexpr uint32_t kMinFrameBytes = 60;  // without FCS; shorter frames are padded
@@ -47,7 +47,8 @@ public:
 
     // Bytes that may be handed to the NIC now (0 while the modelled backlog is at the budget).
     uint64_t allowance_bytes(uint64_t now_ns) {
-        if (last_call_ns_ == kNoCall || now_ns > last_call_ns_) {  // a new pass (calls may share one)
+        if (last_call_ns_ == kNoCall ||
+            now_ns > last_call_ns_) {  // a new pass (calls may share one)
             if (last_call_ns_ != kNoCall) {
                 const uint64_t pass_ns = std::min(now_ns - last_call_ns_, kMaxPassNs);
                 pass_budget_bytes_ = 2 * pass_ns * rate_bits_per_sec_ / 8'000'000'000ULL;
@@ -60,17 +61,15 @@ public:
     }
 
     // Records a frame of `frame_bytes` accepted by the NIC.
-    void on_transmit(uint32_t frame_bytes) {
-        backlog_bytes_ += wire_bytes(frame_bytes);
-    }
+    void on_transmit(uint32_t frame_bytes) { backlog_bytes_ += wire_bytes(frame_bytes); }
 
     // When the modelled backlog will be below the budget again (now_ns if it already is).
     uint64_t next_allowance_ns(uint64_t now_ns) {
         drain(now_ns);
         if (backlog_bytes_ < budget_bytes_) return now_ns;
         const uint64_t excess_bits = (backlog_bytes_ - budget_bytes_ + 1) * 8;
-        return now_ns + (excess_bits * 1'000'000'000ULL + rate_bits_per_sec_ - 1) /
-                            rate_bits_per_sec_;
+        return now_ns +
+               (excess_bits * 1'000'000'000ULL + rate_bits_per_sec_ - 1) / rate_bits_per_sec_;
     }
 
     uint64_t backlog_bytes() const { return backlog_bytes_; }
@@ -80,7 +79,7 @@ public:
         budget_bytes_ = budget_bytes;
     }
 
-private:
+  private:
     void drain(uint64_t now_ns) {
         if (now_ns <= last_ns_) return;
         // Exact over time: carry the sub-byte remainder of drained bits (no drift over hours).

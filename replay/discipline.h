@@ -2,9 +2,9 @@
 // The replay engine owns the packets; a discipline holds sched::Packet descriptors whose
 // `handle` is the engine's slot number, and hands every descriptor back (from dequeue or as a
 // drop) as it was given, with `arrival_ns` the enqueue time (the engine relies on this: it
-// reads class, length and arrival time from the descriptor, not from its slot). Drops are handed back with a reason name (a string
-// with static storage) so that the report can break them down per discipline.
-// Not on a realtime path: one virtual call per packet is fine here. Single-threaded.
+// reads class, length and arrival time from the descriptor, not from its slot). Drops are handed
+// back with a reason name (a string with static storage) so that the report can break them down per
+// discipline. Not on a realtime path: one virtual call per packet is fine here. Single-threaded.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@ struct ReplayDrop {
 };
 
 class Discipline {
-public:
+  public:
     virtual ~Discipline() = default;
     virtual std::string_view name() const = 0;
     // Offers one packet of class `class_id` and job `job_id` arriving at `now_ns`; a refused

@@ -9,7 +9,7 @@
 namespace twinlane::replay {
 
 class FifoDiscipline final : public Discipline {
-public:
+  public:
     FifoDiscipline(uint64_t limit_packets, uint64_t limit_bytes)
         : limit_packets_(limit_packets), limit_bytes_(limit_bytes) {}
 
@@ -38,7 +38,7 @@ public:
     }
     uint64_t queued_packets() const override { return queue_.size(); }
 
-private:
+  private:
     uint64_t limit_packets_;
     uint64_t limit_bytes_;
     uint64_t bytes_ = 0;

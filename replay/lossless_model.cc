@@ -173,7 +173,8 @@ nlohmann::json intervals_ms(const std::vector<std::pair<uint64_t, uint64_t>>& in
     for (const auto& [from, to] : intervals)
         out.push_back({static_cast<double>(from) / 1e6, static_cast<double>(to) / 1e6});
     if (open_since_ns != UINT64_MAX)
-        out.push_back({static_cast<double>(open_since_ns) / 1e6, static_cast<double>(end_ns) / 1e6});
+        out.push_back(
+            {static_cast<double>(open_since_ns) / 1e6, static_cast<double>(end_ns) / 1e6});
     return out;
 }
 

@@ -48,24 +48,41 @@ PcapReader::PcapReader(const std::string& path) : path_(path) {
     pcapng_ = pcap_major_version(handle_) == 1;
     if (!pcapng_) read_precision();
     switch (link_type_) {
-    case DLT_EN10MB: map_file(); return;
-    case DLT_LINUX_SLL: link_layer_ = LinkLayer::linux_sll; link_header_bytes_ = 16; break;
-    case DLT_LINUX_SLL2: link_layer_ = LinkLayer::linux_sll2; link_header_bytes_ = 20; break;
-    case DLT_RAW:
-    case kDltRawOpenBsd:
-    case DLT_IPV4:
-    case DLT_IPV6: link_layer_ = LinkLayer::raw_ip; link_header_bytes_ = 0; break;
-    case DLT_NULL: link_layer_ = LinkLayer::null; link_header_bytes_ = 4; break;
-    case DLT_LOOP: link_layer_ = LinkLayer::loop; link_header_bytes_ = 4; break;
-    default: {
-        const char* name = pcap_datalink_val_to_name(link_type_);
-        pcap_close(handle_);
-        handle_ = nullptr;
-        throw PcapError("pcap '" + path + "' has link type " + (name ? name : "?") + " (" +
-                        std::to_string(link_type_) +
-                        "); supported: EN10MB (1), LINUX_SLL (113), LINUX_SLL2 (276), RAW (12, "
-                        "14, 101), IPV4 (228), IPV6 (229), NULL (0), LOOP (108)");
-    }
+        case DLT_EN10MB:
+            map_file();
+            return;
+        case DLT_LINUX_SLL:
+            link_layer_ = LinkLayer::linux_sll;
+            link_header_bytes_ = 16;
+            break;
+        case DLT_LINUX_SLL2:
+            link_layer_ = LinkLayer::linux_sll2;
+            link_header_bytes_ = 20;
+            break;
+        case DLT_RAW:
+        case kDltRawOpenBsd:
+        case DLT_IPV4:
+        case DLT_IPV6:
+            link_layer_ = LinkLayer::raw_ip;
+            link_header_bytes_ = 0;
+            break;
+        case DLT_NULL:
+            link_layer_ = LinkLayer::null;
+            link_header_bytes_ = 4;
+            break;
+        case DLT_LOOP:
+            link_layer_ = LinkLayer::loop;
+            link_header_bytes_ = 4;
+            break;
+        default: {
+            const char* name = pcap_datalink_val_to_name(link_type_);
+            pcap_close(handle_);
+            handle_ = nullptr;
+            throw PcapError("pcap '" + path + "' has link type " + (name ? name : "?") + " (" +
+                            std::to_string(link_type_) +
+                            "); supported: EN10MB (1), LINUX_SLL (113), LINUX_SLL2 (276), RAW (12, "
+                            "14, 101), IPV4 (228), IPV6 (229), NULL (0), LOOP (108)");
+        }
     }
     // Records of other link types are rewritten as Ethernet frames into this one buffer.
     swapped_ = pcap_is_swapped(handle_) == 1;
@@ -104,21 +121,27 @@ uint32_t ethernet_wire_length(uint32_t wire_length, uint32_t link_header_bytes) 
 
 uint16_t ethertype_of_ip_version(uint8_t first_byte) {
     switch (first_byte >> 4) {
-    case 4: return kEtherTypeIpv4;
-    case 6: return kEtherTypeIpv6;
-    default: return 0;
+        case 4:
+            return kEtherTypeIpv4;
+        case 6:
+            return kEtherTypeIpv6;
+        default:
+            return 0;
     }
 }
 
 // BSD loopback address families; AF_INET6 differs between the systems that write them.
 uint16_t ethertype_of_address_family(uint32_t family) {
     switch (family) {
-    case 2: return kEtherTypeIpv4;  // AF_INET everywhere
-    case 10:                        // Linux
-    case 24:                        // NetBSD, OpenBSD
-    case 28:                        // FreeBSD
-    case 30: return kEtherTypeIpv6;  // macOS
-    default: return 0;
+        case 2:
+            return kEtherTypeIpv4;  // AF_INET everywhere
+        case 10:                    // Linux
+        case 24:                    // NetBSD, OpenBSD
+        case 28:                    // FreeBSD
+        case 30:
+            return kEtherTypeIpv6;  // macOS
+        default:
+            return 0;
     }
 }
 }  // namespace
@@ -194,13 +217,20 @@ void PcapReader::map_file() {
     uint32_t magic;
     std::memcpy(&magic, bytes, sizeof magic);
     switch (magic) {
-    case kFileMagicMicroseconds: break;
-    case kFileMagicNanoseconds: nanosecond_ = true; break;
-    case __builtin_bswap32(kFileMagicMicroseconds): swapped_ = true; break;
-    case __builtin_bswap32(kFileMagicNanoseconds): swapped_ = nanosecond_ = true; break;
-    default:  // pcapng or a variant: libpcap reads it
-        munmap(map, size);
-        return;
+        case kFileMagicMicroseconds:
+            break;
+        case kFileMagicNanoseconds:
+            nanosecond_ = true;
+            break;
+        case __builtin_bswap32(kFileMagicMicroseconds):
+            swapped_ = true;
+            break;
+        case __builtin_bswap32(kFileMagicNanoseconds):
+            swapped_ = nanosecond_ = true;
+            break;
+        default:  // pcapng or a variant: libpcap reads it
+            munmap(map, size);
+            return;
     }
     // Version 2.4 only: libpcap swaps caplen and len in some older files.
     uint16_t version[2];
@@ -338,28 +368,32 @@ void PcapReader::convert_to_ethernet(PcapRecord& record) {
     }
     uint16_t ethertype = 0;
     switch (link_layer_) {
-    case LinkLayer::linux_sll:  // type, ARPHRD, address length, address[8], protocol
-        ethertype = classifier::load_be16(link.data() + 14);
-        if (classifier::load_be16(link.data() + 4) == kMacBytes)
-            std::memcpy(frame + kMacBytes, link.data() + 6, kMacBytes);
-        break;
-    case LinkLayer::linux_sll2:  // protocol, reserved, ifindex, ARPHRD, type, length, address[8]
-        ethertype = classifier::load_be16(link.data());
-        if (link[11] == kMacBytes) std::memcpy(frame + kMacBytes, link.data() + 12, kMacBytes);
-        break;
-    case LinkLayer::raw_ip: ethertype = link.empty() ? 0 : ethertype_of_ip_version(link[0]); break;
-    case LinkLayer::null: {
-        // Written in the capturing host's byte order, normally the file's; a family with high
-        // bits set comes from a host of the other order (as Wireshark reads it).
-        uint32_t family = load32(link.data(), swapped_);
-        if ((family & 0xFFFF0000u) != 0) family = __builtin_bswap32(family);
-        ethertype = ethertype_of_address_family(family);
-        break;
-    }
-    case LinkLayer::loop:
-        ethertype = ethertype_of_address_family(classifier::load_be32(link.data()));
-        break;
-    case LinkLayer::ethernet: break;  // not converted
+        case LinkLayer::linux_sll:  // type, ARPHRD, address length, address[8], protocol
+            ethertype = classifier::load_be16(link.data() + 14);
+            if (classifier::load_be16(link.data() + 4) == kMacBytes)
+                std::memcpy(frame + kMacBytes, link.data() + 6, kMacBytes);
+            break;
+        case LinkLayer::linux_sll2:  // protocol, reserved, ifindex, ARPHRD, type, length,
+                                     // address[8]
+            ethertype = classifier::load_be16(link.data());
+            if (link[11] == kMacBytes) std::memcpy(frame + kMacBytes, link.data() + 12, kMacBytes);
+            break;
+        case LinkLayer::raw_ip:
+            ethertype = link.empty() ? 0 : ethertype_of_ip_version(link[0]);
+            break;
+        case LinkLayer::null: {
+            // Written in the capturing host's byte order, normally the file's; a family with high
+            // bits set comes from a host of the other order (as Wireshark reads it).
+            uint32_t family = load32(link.data(), swapped_);
+            if ((family & 0xFFFF0000u) != 0) family = __builtin_bswap32(family);
+            ethertype = ethertype_of_address_family(family);
+            break;
+        }
+        case LinkLayer::loop:
+            ethertype = ethertype_of_address_family(classifier::load_be32(link.data()));
+            break;
+        case LinkLayer::ethernet:
+            break;  // not converted
     }
     if (ethertype < kSmallestEtherType) ethertype = 0;
     frame[12] = static_cast<uint8_t>(ethertype >> 8);

@@ -25,11 +25,17 @@ template <class D>
 BasicReplayEngine<D>::BasicReplayEngine(const ReplayOptions& options,
                                         classifier::Classifier& classifier, D& discipline,
                                         ReplayReport& report, PcapWriter* output)
-    : options_(options), classifier_(classifier), discipline_(discipline), report_(report),
-      output_(output), link_(options.link_rate_bps), moves_(discipline.class_moves()),
+    : options_(options),
+      classifier_(classifier),
+      discipline_(discipline),
+      report_(report),
+      output_(output),
+      link_(options.link_rate_bps),
+      moves_(discipline.class_moves()),
       other_drops_(discipline.other_drops()) {
     if (options.lossless.enabled) lossless_.emplace(options.lossless);
-    if (options.ingress_rate_bps != 0) ingress_.emplace(1'000'000'000, 1.0, options.ingress_rate_bps);
+    if (options.ingress_rate_bps != 0)
+        ingress_.emplace(1'000'000'000, 1.0, options.ingress_rate_bps);
 }
 
 template <class D>
@@ -88,10 +94,9 @@ void BasicReplayEngine<D>::offer(const PcapRecord& record) {
     const uint64_t arrival = std::max(stamped, last_arrival_ns_);
     if (lossless_) [[unlikely]] {
         advance_to(arrival);
-        const auto seen = static_cast<uint32_t>(options_.keep_payload
-                                                    ? record.captured.size()
-                                                    : std::min<size_t>(record.captured.size(),
-                                                                       kHeaderBytes));
+        const auto seen = static_cast<uint32_t>(
+            options_.keep_payload ? record.captured.size()
+                                  : std::min<size_t>(record.captured.size(), kHeaderBytes));
         if (lossless_->holds(record.captured.data(), seen, arrival)) {
             lossless_->hold(record.captured.data(), seen, record.wire_length, arrival);
             last_arrival_ns_ = arrival;
@@ -205,9 +210,8 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns)
     const auto captured = static_cast<uint32_t>(record.captured.size());
     const uint32_t seen = options_.keep_payload ? captured : std::min(captured, kHeaderBytes);
     const uint8_t* frame = record.captured.data();
-    const classifier::Result r =
-        classifier_.classify(frame, seen, std::max(record.wire_length, seen),
-                             options_.ingress_port, arrival_ns);
+    const classifier::Result r = classifier_.classify(
+        frame, seen, std::max(record.wire_length, seen), options_.ingress_port, arrival_ns);
     if (r.malformed != classifier::MalformedReason::none)
         report_.on_malformed(classifier::to_string(r.malformed));
     // A reclassified flow's queued packets follow it before anything of it is offered (or
@@ -227,9 +231,8 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns)
     // Records above the port's largest frame (host captures with TSO/GRO) go out as the
     // segments the NIC would send; the flow was classified once, on the whole record.
     if (record.wire_length > options_.max_frame_bytes && options_.max_frame_bytes != 0) {
-        const SegmentPlan plan =
-            plan_segments(record.captured.first(seen), record.wire_length, r.l3_offset,
-                          r.ip_version, options_.max_frame_bytes);
+        const SegmentPlan plan = plan_segments(record.captured.first(seen), record.wire_length,
+                                               r.l3_offset, r.ip_version, options_.max_frame_bytes);
         if (plan.count > 1) {
             report_.on_split(plan.count);
             for (uint32_t k = 0; k < plan.count; ++k) {
@@ -238,8 +241,8 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns)
                 if (options_.keep_payload) {
                     std::vector<uint8_t>& segment = frames_[slot_id];
                     write_segment(plan, record.captured, k, segment);
-                    enqueue_packet(r, segment.data(), static_cast<uint32_t>(segment.size()),
-                                   wire, slot_id, arrival_ns);
+                    enqueue_packet(r, segment.data(), static_cast<uint32_t>(segment.size()), wire,
+                                   slot_id, arrival_ns);
                 } else {
                     enqueue_packet(r, frame, seen, wire, slot_id, arrival_ns);
                 }
@@ -314,8 +317,8 @@ void BasicReplayEngine<D>::depart(const sched::Packet& packet, uint64_t start_ns
         marked_here = packet.l3 != nullptr && !s.ce_at_arrival && ce_marked(s, packet.ip_version);
         ticket = s.ticket;
     }
-    report_.on_departure(class_id, packet.length_bytes, packet.arrival_ns, departure,
-                         marked_here, ticket);
+    report_.on_departure(class_id, packet.length_bytes, packet.arrival_ns, departure, marked_here,
+                         ticket);
     discipline_.departed(packet, departure - packet.arrival_ns, start_ns);
     if (output_ != nullptr) {
         const Slot& s = slot(slot_id);

@@ -52,7 +52,7 @@ inline constexpr uint32_t kHeaderBytes = 256;
 
 template <class D>
 class BasicReplayEngine {
-public:
+  public:
     BasicReplayEngine(const ReplayOptions& options, classifier::Classifier& classifier,
                       D& discipline, ReplayReport& report, PcapWriter* output);
 
@@ -68,7 +68,7 @@ public:
     void offer_burst(const PcapRecord* records, size_t count);
     uint64_t finish();
 
-private:
+  private:
     // What the engine keeps of a packet in flight, beside the descriptor (sched::Packet: class,
     // length, arrival time) that the discipline holds: half a cache line. The classifier reads the
     // input frame in place; only the first bytes of its IP header are copied here, because
@@ -116,7 +116,8 @@ private:
     void report_drops(uint64_t now_ns);
     // Class changes the discipline made (an SLO downgrade), reported before its drops.
     void account_moves(uint64_t now_ns) {
-        if (moves_ != nullptr && !moves_->empty()) [[unlikely]] report_moves(now_ns);
+        if (moves_ != nullptr && !moves_->empty()) [[unlikely]]
+            report_moves(now_ns);
     }
     void report_moves(uint64_t now_ns);
     Slot& slot(uint32_t id) { return chunks_[id >> kChunkShift][id & (kChunkSlots - 1)]; }
@@ -135,7 +136,7 @@ private:
     std::vector<uint32_t> free_slots_;
     std::vector<std::vector<uint8_t>> frames_;  // per slot, only with an output pcap
     std::vector<ReplayDrop> drops_;
-    std::vector<slo::ClassMove>* moves_ = nullptr;  // the discipline's, when it moves classes
+    std::vector<slo::ClassMove>* moves_ = nullptr;    // the discipline's, when it moves classes
     std::vector<ReplayDrop>* other_drops_ = nullptr;  // the discipline's own drops, likewise
     uint64_t last_arrival_ns_ = 0;
     std::optional<TraceSchedule> ingress_;  // with options.ingress_rate_bps, in nanoseconds

@@ -1,10 +1,10 @@
 #include "replay/replay_report.h"
 
-#include "replay/virtual_link.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include "replay/virtual_link.h"
 
 namespace twinlane::replay {
 namespace {
@@ -28,26 +28,32 @@ void radix_sort(std::vector<uint64_t>& values) {
     std::vector<size_t> counts(kBuckets);
     for (unsigned shift = 0; shift < 64 && (max >> shift) != 0; shift += kBits) {
         std::fill(counts.begin(), counts.end(), 0);
-        for (uint64_t v : values) ++counts[(v >> shift) & (kBuckets - 1)];
+        for (uint64_t v : values)
+            ++counts[(v >> shift) & (kBuckets - 1)];
         size_t sum = 0;
         for (size_t& c : counts) {
             const size_t n = c;
             c = sum;
             sum += n;
         }
-        for (uint64_t v : values) scratch[counts[(v >> shift) & (kBuckets - 1)]++] = v;
+        for (uint64_t v : values)
+            scratch[counts[(v >> shift) & (kBuckets - 1)]++] = v;
         values.swap(scratch);
     }
 }
 
-double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+double round3(double v) {
+    return std::round(v * 1000.0) / 1000.0;
+}
 
 }  // namespace
 
 ReplayReport::ReplayReport(std::string discipline, uint64_t link_rate_bps,
                            std::vector<std::string> classes, uint8_t bulk_class,
                            uint64_t series_interval_ns)
-    : discipline_(std::move(discipline)), link_rate_bps_(link_rate_bps), bulk_class_(bulk_class),
+    : discipline_(std::move(discipline)),
+      link_rate_bps_(link_rate_bps),
+      bulk_class_(bulk_class),
       series_interval_ns_(series_interval_ns) {
     for (auto& name : classes) {
         ClassStats c;
@@ -71,8 +77,7 @@ std::optional<double> ReplayReport::Group::jain() const {
     return sum_sq == 0 ? 0 : sum * sum / (static_cast<double>(n) * sum_sq);
 }
 
-void ReplayReport::on_drop(uint8_t class_id, const char* reason, uint64_t now_ns,
-                           Ticket ticket) {
+void ReplayReport::on_drop(uint8_t class_id, const char* reason, uint64_t now_ns, Ticket ticket) {
     if (ticket.flow != nullptr) bulk_flows_.leave(*ticket.flow);
     if (ticket.job != nullptr) bulk_jobs_.leave(*ticket.job);
     auto counted = std::find_if(drops_by_reason_ptr_.begin(), drops_by_reason_ptr_.end(),
@@ -87,7 +92,8 @@ void ReplayReport::on_drop(uint8_t class_id, const char* reason, uint64_t now_ns
 
 std::map<std::string, uint64_t> ReplayReport::dropped_by_reason() const {
     std::map<std::string, uint64_t> by_name;
-    for (const auto& [reason, n] : drops_by_reason_ptr_) by_name[reason] += n;
+    for (const auto& [reason, n] : drops_by_reason_ptr_)
+        by_name[reason] += n;
     return by_name;
 }
 
@@ -114,8 +120,7 @@ void ReplayReport::on_class_move(uint8_t from, uint8_t to, uint32_t packets, uin
 SloReport SloReport::from(const slo::SloGovernor& governor) {
     SloReport out;
     for (size_t i = 0; i < governor.class_count(); ++i)
-        out.classes.push_back(
-            {governor.spec().classes[i], governor.stats(i), governor.windows(i)});
+        out.classes.push_back({governor.spec().classes[i], governor.stats(i), governor.windows(i)});
     out.events = governor.kept_events();
     return out;
 }
@@ -127,12 +132,14 @@ void ReplayReport::on_finish(uint64_t queued_at_end, uint64_t end_ns) {
     // not, as before: backlogged_ns adds whole periods only).
     for (auto& c : classes_)
         if (c.queued != 0) settle_others(c);
-    for (auto& c : classes_) radix_sort(c.latencies_ns);
+    for (auto& c : classes_)
+        radix_sort(c.latencies_ns);
 }
 
 uint64_t ReplayReport::dropped_packets() const {
     uint64_t total = 0;
-    for (const auto& [reason, n] : drops_by_reason_ptr_) total += n;
+    for (const auto& [reason, n] : drops_by_reason_ptr_)
+        total += n;
     return total;
 }
 
@@ -150,7 +157,8 @@ LatencySummary ReplayReport::latency(size_t class_id) const {
 double ReplayReport::backlogged_throughput_bps(size_t class_id) const {
     const ClassStats& c = classes_.at(class_id);
     if (c.backlogged_ns == 0) return 0;
-    return static_cast<double>(c.backlogged_wire_bytes) * 8e9 / static_cast<double>(c.backlogged_ns);
+    return static_cast<double>(c.backlogged_wire_bytes) * 8e9 /
+           static_cast<double>(c.backlogged_ns);
 }
 
 double ReplayReport::backlogged_share_of_left_capacity(size_t class_id) const {
@@ -162,8 +170,12 @@ double ReplayReport::backlogged_share_of_left_capacity(size_t class_id) const {
     return static_cast<double>(c.backlogged_wire_bytes) / left;
 }
 
-std::optional<double> ReplayReport::jain_flows() const { return bulk_flows_.jain(); }
-std::optional<double> ReplayReport::jain_jobs() const { return bulk_jobs_.jain(); }
+std::optional<double> ReplayReport::jain_flows() const {
+    return bulk_flows_.jain();
+}
+std::optional<double> ReplayReport::jain_jobs() const {
+    return bulk_jobs_.jain();
+}
 
 namespace {
 nlohmann::json json_or_null(std::optional<double> v) {
@@ -182,7 +194,8 @@ nlohmann::json ReplayReport::to_json() const {
     const uint64_t start = first_arrival_ns_ == UINT64_MAX ? 0 : first_arrival_ns_;
     const double duration_s = static_cast<double>(end_ns_ - std::min(start, end_ns_)) / 1e9;
     json dropped = json::object();
-    for (const auto& [reason, n] : dropped_by_reason()) dropped[reason] = n;
+    for (const auto& [reason, n] : dropped_by_reason())
+        dropped[reason] = n;
     json classes = json::object();
     for (size_t i = 0; i < classes_.size(); ++i) {
         const ClassStats& c = classes_[i];
@@ -200,7 +213,8 @@ nlohmann::json ReplayReport::to_json() const {
         }
         json series = json::array();
         for (uint64_t b : c.throughput_bytes)
-            series.push_back(static_cast<double>(b) * 8e9 / static_cast<double>(series_interval_ns_));
+            series.push_back(static_cast<double>(b) * 8e9 /
+                             static_cast<double>(series_interval_ns_));
         classes[c.name] = {
             {"rx_packets", c.rx_packets},
             {"rx_bytes", c.rx_bytes},
@@ -293,11 +307,11 @@ nlohmann::json ReplayReport::slo_json() const {
             objective["downgrade"] = {{"to", s.downgrade_class_name},
                                       {"quiet_s", static_cast<double>(s.quiet_ns) / 1e9}};
         const slo::SloClassStats& st = c.stats;
-        json series = {{"t_s", json::array()},         {"packets", json::array()},
+        json series = {{"t_s", json::array()},           {"packets", json::array()},
                        {"percentile_us", json::array()}, {"max_us", json::array()},
-                       {"met", json::array()},          {"bytes_in", json::array()},
-                       {"bytes_out", json::array()},    {"downgraded_bytes", json::array()},
-                       {"cap_bps", json::array()},      {"downgraded_flows", json::array()}};
+                       {"met", json::array()},           {"bytes_in", json::array()},
+                       {"bytes_out", json::array()},     {"downgraded_bytes", json::array()},
+                       {"cap_bps", json::array()},       {"downgraded_flows", json::array()}};
         for (const slo::WindowRecord& w : c.windows) {
             series["t_s"].push_back(since(w.start_ns));
             series["packets"].push_back(w.packets);
@@ -375,8 +389,8 @@ std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
     std::string out;
     char line[256];
     std::snprintf(line, sizeof line, "%-10s %-10s %10s %10s %8s %8s %10s %10s %10s %10s\n",
-                  "discipline", "class", "rx", "tx", "drops", "ecn", "Gbit/s", "p50 us",
-                  "p99 us", "p999 us");
+                  "discipline", "class", "rx", "tx", "drops", "ecn", "Gbit/s", "p50 us", "p99 us",
+                  "p999 us");
     out += line;
     for (const ReplayReport* r : reports) {
         const nlohmann::json j = r->to_json();
@@ -409,7 +423,8 @@ std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
                 const slo::SloClassStats& st = c.stats;
                 std::string objective;
                 if (c.spec.has_latency) {
-                    std::snprintf(line, sizeof line, "%s<=%.0fus", slo::to_string(c.spec.percentile),
+                    std::snprintf(line, sizeof line, "%s<=%.0fus",
+                                  slo::to_string(c.spec.percentile),
                                   static_cast<double>(c.spec.target_ns) / 1e3);
                     objective = line;
                 }
@@ -421,8 +436,8 @@ std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
                 }
                 std::snprintf(line, sizeof line,
                               "%-10s slo %-10s %s per %.3g ms: %llu/%llu windows met (%.1f%%)",
-                              r->discipline().c_str(), c.spec.class_name.c_str(),
-                              objective.c_str(), static_cast<double>(c.spec.window_ns) / 1e6,
+                              r->discipline().c_str(), c.spec.class_name.c_str(), objective.c_str(),
+                              static_cast<double>(c.spec.window_ns) / 1e6,
                               static_cast<unsigned long long>(st.windows_met),
                               static_cast<unsigned long long>(st.windows_met + st.windows_missed),
                               st.attainment() * 100.0);
@@ -451,17 +466,17 @@ std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
             }
         }
         for (const auto& p : r->pfc()) {
-            std::snprintf(line, sizeof line,
-                          "%-10s %-10s priority %d: pauses sent %llu, sender held %.3f ms "
-                          "(%llu packets, up to %.1f us later), pauses received %llu, egress "
-                          "held %.3f ms, storms %llu\n",
-                          r->discipline().c_str(), "pfc", p["priority"].get<int>(),
-                          p["pause_frames_sent"].get<unsigned long long>(),
-                          p["sender_paused_ms"].get<double>(),
-                          p["packets_held"].get<unsigned long long>(),
-                          p["max_sender_delay_us"].get<double>(),
-                          p["pause_frames_received"].get<unsigned long long>(),
-                          p["egress_paused_ms"].get<double>(), p["storms"].get<unsigned long long>());
+            std::snprintf(
+                line, sizeof line,
+                "%-10s %-10s priority %d: pauses sent %llu, sender held %.3f ms "
+                "(%llu packets, up to %.1f us later), pauses received %llu, egress "
+                "held %.3f ms, storms %llu\n",
+                r->discipline().c_str(), "pfc", p["priority"].get<int>(),
+                p["pause_frames_sent"].get<unsigned long long>(),
+                p["sender_paused_ms"].get<double>(), p["packets_held"].get<unsigned long long>(),
+                p["max_sender_delay_us"].get<double>(),
+                p["pause_frames_received"].get<unsigned long long>(),
+                p["egress_paused_ms"].get<double>(), p["storms"].get<unsigned long long>());
             out += line;
         }
         if (r->split_records() != 0) {

@@ -7,8 +7,8 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -32,14 +32,14 @@ struct ClassStats {
     uint64_t tx_bytes = 0;
     uint64_t drops = 0;
     uint64_t ecn_marked = 0;
-    std::vector<uint64_t> latencies_ns;       // departure (last bit) - arrival, per tx packet
-    std::vector<uint64_t> throughput_bytes;   // per series interval, by departure time
+    std::vector<uint64_t> latencies_ns;      // departure (last bit) - arrival, per tx packet
+    std::vector<uint64_t> throughput_bytes;  // per series interval, by departure time
     // Backlogged periods: from an arrival into an empty class to its last packet leaving.
     uint64_t queued = 0;
     uint64_t backlog_since_ns = 0;
     uint64_t backlogged_ns = 0;
-    uint64_t backlogged_wire_bytes = 0;        // this class's bytes sent while backlogged
-    uint64_t backlogged_others_wire_bytes = 0; // other classes' bytes sent meanwhile
+    uint64_t backlogged_wire_bytes = 0;         // this class's bytes sent while backlogged
+    uint64_t backlogged_others_wire_bytes = 0;  // other classes' bytes sent meanwhile
     // At the start of the current backlogged period: the link's total wire bytes and this
     // class's backlogged_wire_bytes; the others' share is settled when the period ends.
     uint64_t backlog_start_link_wire_bytes = 0;
@@ -69,7 +69,7 @@ struct SloReport {
 };
 
 class ReplayReport {
-public:
+  public:
     ReplayReport(std::string discipline, uint64_t link_rate_bps, std::vector<std::string> classes,
                  uint8_t bulk_class, uint64_t series_interval_ns);
 
@@ -134,22 +134,23 @@ public:
         if (ecn_marked_here) ++c.ecn_marked;
         c.latencies_ns.push_back(departure_ns - arrival_ns);
         size_t interval = series_interval(departure_ns);
-        if (interval >= kMaxSeriesIntervals) [[unlikely]] interval = coarsen_series(departure_ns);
+        if (interval >= kMaxSeriesIntervals) [[unlikely]]
+            interval = coarsen_series(departure_ns);
         if (c.throughput_bytes.size() <= interval) c.throughput_bytes.resize(interval + 1, 0);
         c.throughput_bytes[interval] += frame_bytes;
         // Other classes' bytes sent while `c` is backlogged are settled when its period ends
         // (leave_queue): O(1) per departure instead of a pass over the classes.
         const uint64_t wire = wire_bytes(frame_bytes);
         link_wire_bytes_ += wire;
-        if (!class_wire_bytes_.empty()) [[unlikely]] class_wire_bytes_[class_id] += wire;
+        if (!class_wire_bytes_.empty()) [[unlikely]]
+            class_wire_bytes_[class_id] += wire;
         if (c.queued != 0) c.backlogged_wire_bytes += wire;
         leave_queue(c, departure_ns);
         if (ticket.flow != nullptr) bulk_flows_.depart(*ticket.flow, frame_bytes);
         if (ticket.job != nullptr) bulk_jobs_.depart(*ticket.job, frame_bytes);
     }
     // `packets` (of `bytes`) arrived or queued as `from` now count as `to` (slo::ClassMove).
-    void on_class_move(uint8_t from, uint8_t to, uint32_t packets, uint64_t bytes,
-                       uint64_t now_ns);
+    void on_class_move(uint8_t from, uint8_t to, uint32_t packets, uint64_t bytes, uint64_t now_ns);
     void set_slo(SloReport slo) { slo_ = std::move(slo); }
     // Also split what others sent while a class was backlogged by class (the report's
     // "backlogged.wire_bytes_by_class"): how much of what inference left training took. Off by
@@ -194,7 +195,7 @@ public:
     void set_pfc(nlohmann::json pfc) { pfc_ = std::move(pfc); }
     const nlohmann::json& pfc() const { return pfc_; }
 
-private:
+  private:
     nlohmann::json slo_json() const;
 
     std::string discipline_;
@@ -215,7 +216,7 @@ private:
     uint64_t first_arrival_ns_ = UINT64_MAX;
     uint64_t end_ns_ = 0;
     nlohmann::json pfc_;
-    uint64_t link_wire_bytes_ = 0;  // every class's wire bytes sent so far
+    uint64_t link_wire_bytes_ = 0;            // every class's wire bytes sent so far
     std::vector<uint64_t> class_wire_bytes_;  // by class, with track_shares_by_class()
     // The throughput-series interval of the last departure, [start, end) in ns: departures
     // come in time order, so the division is needed once per interval.
@@ -259,8 +260,9 @@ private:
         for (size_t k = 0; k < class_wire_bytes_.size(); ++k)
             c.backlogged_class_wire_bytes[k] +=
                 class_wire_bytes_[k] - c.backlog_start_class_wire_bytes[k];
-        c.backlogged_others_wire_bytes += (link_wire_bytes_ - c.backlog_start_link_wire_bytes) -
-                                          (c.backlogged_wire_bytes - c.backlog_start_own_wire_bytes);
+        c.backlogged_others_wire_bytes +=
+            (link_wire_bytes_ - c.backlog_start_link_wire_bytes) -
+            (c.backlogged_wire_bytes - c.backlog_start_own_wire_bytes);
     }
     // Reasons are strings with static storage: counted by pointer, merged by name on output.
     std::vector<std::pair<const char*, uint64_t>> drops_by_reason_ptr_;
@@ -310,7 +312,8 @@ inline void ReplayReport::Group::leave(Member& m) {
 }
 
 inline void ReplayReport::Group::depart(Member& m, uint32_t bytes) {
-    if (backlogged != 0) virtual_bytes += static_cast<double>(bytes) / static_cast<double>(backlogged);
+    if (backlogged != 0)
+        virtual_bytes += static_cast<double>(bytes) / static_cast<double>(backlogged);
     m.served += bytes;
     leave(m);
 }

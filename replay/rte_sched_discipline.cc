@@ -12,7 +12,9 @@
 
 namespace twinlane::replay {
 namespace {
-sched::Packet& packet_of(rte_mbuf* m) { return *static_cast<sched::Packet*>(rte_mbuf_to_priv(m)); }
+sched::Packet& packet_of(rte_mbuf* m) {
+    return *static_cast<sched::Packet*>(rte_mbuf_to_priv(m));
+}
 }  // namespace
 
 RteSchedDiscipline::RteSchedDiscipline(const RteSchedLayout& layout) : layout_(layout) {
@@ -37,8 +39,8 @@ RteSchedDiscipline::RteSchedDiscipline(const RteSchedLayout& layout) : layout_(l
         total_packets += 64 * RTE_SCHED_BE_QUEUES_PER_PIPE;
     }
 
-    pool_ = rte_pktmbuf_pool_create("replay_rte_sched", std::bit_ceil(total_packets + 1024) - 1,
-                                    0, sizeof(sched::Packet), 128, static_cast<int>(rte_socket_id()));
+    pool_ = rte_pktmbuf_pool_create("replay_rte_sched", std::bit_ceil(total_packets + 1024) - 1, 0,
+                                    sizeof(sched::Packet), 128, static_cast<int>(rte_socket_id()));
     if (pool_ == nullptr) {
         error_ = std::string("rte_sched: mbuf pool: ") + rte_strerror(rte_errno);
         return;
@@ -57,7 +59,8 @@ RteSchedDiscipline::RteSchedDiscipline(const RteSchedLayout& layout) : layout_(l
     rte_sched_subport_profile_params subport_profile{};
     subport_profile.tb_rate = rate_bytes;
     subport_profile.tb_size = 1'000'000;
-    for (auto& r : subport_profile.tc_rate) r = rate_bytes;
+    for (auto& r : subport_profile.tc_rate)
+        r = rate_bytes;
     subport_profile.tc_period = 10;
 
     rte_sched_port_params port{};
@@ -93,7 +96,8 @@ RteSchedDiscipline::RteSchedDiscipline(const RteSchedLayout& layout) : layout_(l
 RteSchedDiscipline::~RteSchedDiscipline() {
     if (port_ != nullptr) {
         rte_mbuf* m = nullptr;
-        while (rte_sched_port_dequeue(port_, &m, 1) == 1) rte_pktmbuf_free(m);
+        while (rte_sched_port_dequeue(port_, &m, 1) == 1)
+            rte_pktmbuf_free(m);
         rte_sched_port_free(port_);
     }
     if (pool_ != nullptr) rte_mempool_free(pool_);
@@ -113,8 +117,8 @@ void RteSchedDiscipline::enqueue(sched::Packet& packet, uint8_t class_id, uint32
     const uint8_t tc = class_id < layout_.traffic_class_of_class.size()
                            ? layout_.traffic_class_of_class[class_id]
                            : RTE_SCHED_TRAFFIC_CLASS_BE;
-    const uint32_t queue = tc == RTE_SCHED_TRAFFIC_CLASS_BE ? job_id % RTE_SCHED_BE_QUEUES_PER_PIPE
-                                                            : 0;
+    const uint32_t queue =
+        tc == RTE_SCHED_TRAFFIC_CLASS_BE ? job_id % RTE_SCHED_BE_QUEUES_PER_PIPE : 0;
     rte_sched_port_pkt_write(port_, m, 0, 0, tc, queue, RTE_COLOR_GREEN);
     if (rte_sched_port_enqueue(port_, &m, 1) == 1) {
         ++queued_;

@@ -29,7 +29,7 @@ struct RteSchedLayout {
 };
 
 class RteSchedDiscipline final : public Discipline {
-public:
+  public:
     explicit RteSchedDiscipline(const RteSchedLayout& layout);
     ~RteSchedDiscipline() override;
     RteSchedDiscipline(const RteSchedDiscipline&) = delete;
@@ -47,7 +47,7 @@ public:
     }
     uint64_t queued_packets() const override { return queued_; }
 
-private:
+  private:
     RteSchedLayout layout_;
     rte_mempool* pool_ = nullptr;
     rte_sched_port* port_ = nullptr;

@@ -9,13 +9,15 @@ constexpr uint32_t kMaxQueue = 32768;  // rte_sched queue sizes are 16-bit power
 
 void collect_classes(const conf::TreeNode& node, std::vector<size_t>& classes) {
     if (node.class_index) classes.push_back(*node.class_index);
-    for (const auto& child : node.children) collect_classes(child, classes);
+    for (const auto& child : node.children)
+        collect_classes(child, classes);
 }
 
 uint64_t leaf_packets(const conf::TreeNode& node) {
     if (node.is_leaf()) return node.limit_packets;
     uint64_t total = 0;
-    for (const auto& child : node.children) total += leaf_packets(child);
+    for (const auto& child : node.children)
+        total += leaf_packets(child);
     return total;
 }
 
@@ -29,15 +31,15 @@ const conf::TreeNode* per_job_drr(const conf::TreeNode& node) {
 }
 }  // namespace
 
-RteSchedLayout rte_sched_layout_from(const conf::Policy& policy,
-                                     const conf::EgressTree& tree) {
+RteSchedLayout rte_sched_layout_from(const conf::Policy& policy, const conf::EgressTree& tree) {
     RteSchedLayout layout;
     layout.traffic_class_of_class.assign(policy.classes.size(), kBestEffort);
     layout.link_rate_bps = policy.ports.at(tree.port).rate_bits_per_sec;
 
     std::vector<const conf::TreeNode*> lanes;
     if (tree.root.kind == conf::NodeKind::strict) {
-        for (const auto& child : tree.root.children) lanes.push_back(&child);
+        for (const auto& child : tree.root.children)
+            lanes.push_back(&child);
     } else {
         lanes.push_back(&tree.root);
     }
@@ -52,14 +54,13 @@ RteSchedLayout rte_sched_layout_from(const conf::Policy& policy,
             tc = kBestEffort;
             if (drr != nullptr && !best_effort_used) {
                 for (size_t i = 0; i < 4 && i < drr->children.size(); ++i)
-                    layout.best_effort_weights[i] = static_cast<uint8_t>(
-                        std::clamp<uint32_t>(drr->children[i].weight, 1, 254));
-                const uint64_t per_queue =
-                    drr->children.empty() ? leaf_packets(*drr)
-                                          : leaf_packets(*drr) / drr->children.size();
-                layout.queue_packets[kBestEffort] =
-                    static_cast<uint16_t>(std::min<uint64_t>(std::max<uint64_t>(per_queue, 2),
-                                                             kMaxQueue));
+                    layout.best_effort_weights[i] =
+                        static_cast<uint8_t>(std::clamp<uint32_t>(drr->children[i].weight, 1, 254));
+                const uint64_t per_queue = drr->children.empty()
+                                               ? leaf_packets(*drr)
+                                               : leaf_packets(*drr) / drr->children.size();
+                layout.queue_packets[kBestEffort] = static_cast<uint16_t>(
+                    std::min<uint64_t>(std::max<uint64_t>(per_queue, 2), kMaxQueue));
             }
             best_effort_used = true;
         } else {

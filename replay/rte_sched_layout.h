@@ -13,7 +13,6 @@
 
 namespace twinlane::replay {
 
-RteSchedLayout rte_sched_layout_from(const conf::Policy& policy,
-                                     const conf::EgressTree& tree);
+RteSchedLayout rte_sched_layout_from(const conf::Policy& policy, const conf::EgressTree& tree);
 
 }  // namespace twinlane::replay

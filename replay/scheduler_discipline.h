@@ -20,7 +20,7 @@
 namespace twinlane::replay {
 
 class SchedulerDiscipline final : public Discipline, private slo::DropHandler {
-public:
+  public:
     SchedulerDiscipline(std::unique_ptr<sched::Scheduler> scheduler, admission::LeafMap leaves)
         : scheduler_(std::move(scheduler)), leaves_(std::move(leaves)) {}
     // Measures and enforces `slo` (empty: nothing). An error when the tree lacks what the SLOs
@@ -40,8 +40,7 @@ public:
                  std::vector<ReplayDrop>& drops) override {
         const Arrival arrival{class_id, job_id, packet.flow_hash, classifier::kNoPreviousClass, 0};
         Source source{&drops};
-        Admission(*scheduler_, leaves_, lane_count(), source, {}, refused_, now_ns,
-                  governor_.get())
+        Admission(*scheduler_, leaves_, lane_count(), source, {}, refused_, now_ns, governor_.get())
             .admit_one(lane(class_id), packet, arrival, admission::user_pfc_tag(packet.user));
     }
     void reclassified(uint32_t flow_hash, uint8_t previous_class, uint32_t previous_job,
@@ -77,10 +76,12 @@ public:
         if (governor_) governor_->finish(end_ns);
     }
     std::vector<slo::ClassMove>* class_moves() override { return governor_ ? &moves_ : nullptr; }
-    std::vector<ReplayDrop>* other_drops() override { return governor_ ? &governor_drops_ : nullptr; }
+    std::vector<ReplayDrop>* other_drops() override {
+        return governor_ ? &governor_drops_ : nullptr;
+    }
     const sched::Scheduler& scheduler() const { return *scheduler_; }
 
-private:
+  private:
     // An arrival's classification, as the engine offers it (its descriptor, filled by the
     // engine, is admitted as it is: admit_one).
     struct Arrival {

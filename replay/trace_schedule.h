@@ -36,9 +36,8 @@ class TraceSchedule {
         const auto recorded =
             static_cast<uint64_t>(static_cast<double>(gap_ns) * tsc_per_trace_ns_);
         const uint64_t due = std::max(recorded, link_free_);
-        link_free_ =
-            due + static_cast<uint64_t>(static_cast<double>(wire_bytes(wire_length)) *
-                                        tsc_per_wire_byte_);
+        link_free_ = due + static_cast<uint64_t>(static_cast<double>(wire_bytes(wire_length)) *
+                                                 tsc_per_wire_byte_);
         return due;
     }
 

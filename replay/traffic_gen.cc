@@ -135,8 +135,8 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
                                 bool edge = true) {
         sources_.push_back(std::move(source));
         component_of_source_.push_back(component);
-        through_edge_link_.push_back(
-            edge && summary_.components[component].traffic_class != TrafficClass::training);
+        through_edge_link_.push_back(edge && summary_.components[component].traffic_class !=
+                                                 TrafficClass::training);
     };
     const double link = options.link_rate_bps;
     const double duration = static_cast<double>(options.duration_ns);
@@ -308,8 +308,7 @@ TrafficGenerator::TrafficGenerator(const GenOptions& options) {
             options.surge_clients != 0 ? options.surge_clients : options.inference_clients;
         const uint64_t surge_ns = options.surge_end_ns - options.surge_start_ns;
         const double extra_load = (options.surge_factor - 1) * options.inference_load;
-        const uint32_t component =
-            add_component("inference surge", TrafficClass::inference, -1);
+        const uint32_t component = add_component("inference surge", TrafficClass::inference, -1);
         for (uint32_t client = 0; client < surge_clients; ++client) {
             const uint32_t port = client % 4;
             TransactionSpec spec;

@@ -20,7 +20,6 @@ double wire_bits(size_t frame_bytes) {
     return 8.0 * static_cast<double>(wire_bytes(static_cast<uint32_t>(frame_bytes)));
 }
 
-
 constexpr double kNsPerSecond = 1e9;
 
 // Bursts start within this much of the step barrier: NCCL's proxies do not start in lockstep.

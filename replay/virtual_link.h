@@ -23,7 +23,7 @@ constexpr uint64_t wire_bytes(uint32_t frame_bytes) {
 }
 
 class VirtualLink {
-public:
+  public:
     explicit VirtualLink(uint64_t rate_bits_per_sec) : rate_(rate_bits_per_sec) {}
 
     uint64_t rate_bits_per_sec() const { return rate_; }
@@ -41,7 +41,7 @@ public:
         return (wire_bytes(frame_bytes) * 8u * 1'000'000'000u + rate_ - 1) / rate_;
     }
 
-private:
+  private:
     uint64_t rate_;
     uint64_t remainder_ = 0;
 };

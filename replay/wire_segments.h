@@ -35,7 +35,7 @@ struct SegmentPlan {
     uint16_t l3_offset = 0;
     uint16_t l4_offset = 0;
     uint8_t ip_version = 0;
-    uint8_t l4_protocol = 0;     // 6 TCP, 17 UDP
+    uint8_t l4_protocol = 0;  // 6 TCP, 17 UDP
 
     // Bytes on the wire of segment k (< count); the whole record when count is 1.
     uint32_t segment_wire_length(uint32_t k) const {

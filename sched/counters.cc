@@ -6,14 +6,22 @@ namespace twinlane::sched {
 
 const char* to_string(DropReason reason) {
     switch (reason) {
-        case DropReason::queue_full_packets: return "queue_full_packets";
-        case DropReason::queue_full_bytes: return "queue_full_bytes";
-        case DropReason::pool_exhausted: return "pool_exhausted";
-        case DropReason::red_early: return "red_early";
-        case DropReason::codel: return "codel";
-        case DropReason::unknown_leaf: return "unknown_leaf";
-        case DropReason::oversize: return "oversize";
-        case DropReason::fq_overflow: return "fq_overflow";
+        case DropReason::queue_full_packets:
+            return "queue_full_packets";
+        case DropReason::queue_full_bytes:
+            return "queue_full_bytes";
+        case DropReason::pool_exhausted:
+            return "pool_exhausted";
+        case DropReason::red_early:
+            return "red_early";
+        case DropReason::codel:
+            return "codel";
+        case DropReason::unknown_leaf:
+            return "unknown_leaf";
+        case DropReason::oversize:
+            return "oversize";
+        case DropReason::fq_overflow:
+            return "fq_overflow";
     }
     return "unknown";
 }
@@ -71,6 +79,8 @@ QueueCounters LiveQueueCounters::read() const {
     return c;
 }
 
-void LiveQueueCounters::reset() { *this = LiveQueueCounters{}; }
+void LiveQueueCounters::reset() {
+    *this = LiveQueueCounters{};
+}
 
 }  // namespace twinlane::sched

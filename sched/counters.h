@@ -66,7 +66,8 @@ struct QueueCounters {
 
     uint64_t dropped_packets() const {
         uint64_t total = 0;
-        for (uint64_t d : drop_packets) total += d;
+        for (uint64_t d : drop_packets)
+            total += d;
         return total;
     }
     uint64_t drops(DropReason reason) const { return drop_packets[static_cast<uint32_t>(reason)]; }

@@ -47,7 +47,8 @@ uint16_t ipv4_header_checksum(const uint8_t* header, uint32_t header_bytes) {
         if (i == 10) continue;  // the checksum field itself counts as zero
         sum += static_cast<uint32_t>((header[i] << 8) | header[i + 1]);
     }
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
     return static_cast<uint16_t>(~sum);
 }
 

@@ -11,8 +11,9 @@
 namespace twinlane::sched {
 
 class DeterministicRng {
-public:
-    explicit DeterministicRng(uint64_t seed = 1) : state_(seed == 0 ? 0x9e3779b97f4a7c15ull : seed) {}
+  public:
+    explicit DeterministicRng(uint64_t seed = 1)
+        : state_(seed == 0 ? 0x9e3779b97f4a7c15ull : seed) {}
     uint32_t next_u32() {
         state_ ^= state_ >> 12;
         state_ ^= state_ << 25;
@@ -20,15 +21,15 @@ public:
         return static_cast<uint32_t>((state_ * 0x2545f4914f6cdd1dull) >> 32);
     }
 
-private:
+  private:
     uint64_t state_;
 };
 
 struct RedParams {
     bool enabled = false;
     uint64_t kmin_bytes = 0;
-    uint64_t kmax_bytes = 0;   // > kmin_bytes, < 2^32
-    uint64_t pmax_q32 = 0;     // probability at kmax, 2^32 == 1.0
+    uint64_t kmax_bytes = 0;  // > kmin_bytes, < 2^32
+    uint64_t pmax_q32 = 0;    // probability at kmax, 2^32 == 1.0
     bool drop_non_ect = true;
 };
 

@@ -13,7 +13,9 @@ namespace twinlane::sched {
 
 namespace {
 
-bool is_leaf(NodeKind kind) { return kind == NodeKind::fifo || kind == NodeKind::fq; }
+bool is_leaf(NodeKind kind) {
+    return kind == NodeKind::fifo || kind == NodeKind::fq;
+}
 
 // `yes` if `condition`, else `no`, for conditions that are random per packet: on values already
 // loaded GCC makes it a conditional move, not a branch that mispredicts (callgrind
@@ -33,7 +35,7 @@ uint32_t histogram_bucket(uint64_t sojourn_ns) {
 
 // Adapts one flow queue of a leaf to codel_dequeue's Queue interface (see codel.h).
 class Scheduler::CodelQueue {
-public:
+  public:
     CodelQueue(Scheduler& scheduler, Leaf& leaf, uint32_t flow, DropSink& sink, Departures& taken)
         : scheduler_(scheduler), leaf_(leaf), flow_(flow), sink_(sink), taken_(taken) {}
 
@@ -49,7 +51,7 @@ public:
         return true;
     }
 
-private:
+  private:
     Scheduler& scheduler_;
     Leaf& leaf_;
     uint32_t flow_;
@@ -60,7 +62,7 @@ private:
 // The same interface over a copy of one flow's queue position: dequeue_burst's look-ahead runs
 // CoDel on it to learn which packet a dequeue would deliver without changing anything.
 class Scheduler::CodelPeekQueue {
-public:
+  public:
     CodelPeekQueue(const Scheduler& scheduler, uint32_t flow, uint32_t drops_room)
         : scheduler_(scheduler),
           slot_(scheduler.flows_[flow].head),
@@ -82,7 +84,7 @@ public:
         return true;
     }
 
-private:
+  private:
     const Scheduler& scheduler_;
     uint32_t slot_;
     uint64_t bytes_left_;
@@ -97,7 +99,8 @@ Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
     const auto node_total = static_cast<uint32_t>(spec.nodes.size());
 
     std::unordered_map<std::string_view, uint32_t> index_by_name;
-    for (uint32_t i = 0; i < node_total; ++i) index_by_name.emplace(spec.nodes[i].name, i);
+    for (uint32_t i = 0; i < node_total; ++i)
+        index_by_name.emplace(spec.nodes[i].name, i);
 
     s.nodes_.resize(node_total);
     std::vector<std::vector<uint32_t>> children(node_total);
@@ -127,7 +130,8 @@ Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
     }
     for (Leaf& leaf : s.leaves_) {
         uint32_t n = leaf.node;
-        while (n != kInvalid && !s.nodes_[n].parent_is_drr) n = s.nodes_[n].parent;
+        while (n != kInvalid && !s.nodes_[n].parent_is_drr)
+            n = s.nodes_[n].parent;
         leaf.nearest_drr = n == kInvalid ? kInvalid : s.nodes_[n].parent;
     }
     for (uint32_t i = 0; i < node_total; ++i) {
@@ -156,8 +160,8 @@ Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
     s.ring_scratch_ = ring_total;  // one word past the rings
     s.flow_rings_.resize(ring_total + 1);
 
-    const uint32_t pool = spec.pool_packets != 0 ? spec.pool_packets
-                                                 : static_cast<uint32_t>(total_limit_packets);
+    const uint32_t pool =
+        spec.pool_packets != 0 ? spec.pool_packets : static_cast<uint32_t>(total_limit_packets);
     s.slots_.resize(pool);
     s.next_slot_.resize(pool + 1);
     s.link_scratch_ = pool;
@@ -182,9 +186,9 @@ void Scheduler::configure_params(const TreeSpec& spec) {
         leaf.limit_packets = node_spec.limit_packets;
         leaf.limit_bytes = node_spec.limit_bytes;
         leaf.sparse_first = node_spec.fq_sparse_first;
-        leaf.codel = CodelParams{node_spec.codel.enabled, node_spec.codel.target_ns,
-                                 node_spec.codel.interval_ns, node_spec.codel.ecn,
-                                 spec.max_packet_bytes};
+        leaf.codel =
+            CodelParams{node_spec.codel.enabled, node_spec.codel.target_ns,
+                        node_spec.codel.interval_ns, node_spec.codel.ecn, spec.max_packet_bytes};
         leaf.red.enabled = node_spec.red.enabled;
         leaf.red.kmin_bytes = node_spec.red.kmin_bytes;
         leaf.red.kmax_bytes = node_spec.red.kmax_bytes;
@@ -213,7 +217,8 @@ void Scheduler::reset_queues() {
     std::fill(codel_states_.begin(), codel_states_.end(), CodelState{});
     const auto pool = static_cast<uint32_t>(slots_.size());
     // Slot 0 on top: slots are handed out in index order, as the linked free list did.
-    for (uint32_t i = 0; i < pool; ++i) free_slots_[i] = pool - 1 - i;
+    for (uint32_t i = 0; i < pool; ++i)
+        free_slots_[i] = pool - 1 - i;
     pool_free_count_ = pool;
 }
 
@@ -340,7 +345,7 @@ struct Scheduler::Departures {
 };
 
 [[gnu::always_inline]] inline bool Scheduler::pop_flow(uint32_t flow_index, Packet& out,
-                                                      Departures& taken) {
+                                                       Departures& taken) {
     Flow& flow = flows_[flow_index];
     const uint32_t slot = flow.head;
     if (slot == kInvalid) return false;
@@ -518,7 +523,8 @@ uint64_t Scheduler::path_allowance_bytes(uint32_t leaf_node) const {
             allowance = std::min(allowance, shaper_allowance_bytes(node.shaper));
         if (node.parent_is_drr) {
             allowance = std::min<uint64_t>(
-                allowance, node.deficit_bytes <= 0 ? 0 : static_cast<uint64_t>(node.deficit_bytes - 1));
+                allowance,
+                node.deficit_bytes <= 0 ? 0 : static_cast<uint64_t>(node.deficit_bytes - 1));
         }
         n = node.parent;
     }
@@ -721,7 +727,7 @@ constexpr uint32_t kPrefetchFlows = 8192;
 struct Scheduler::EnqueueRun {
     uint32_t depth = 0;
     uint64_t depth_bytes = 0;
-    uint32_t free = 0;  // the pool's free count
+    uint32_t free = 0;     // the pool's free count
     uint32_t packets = 0;  // admitted in this run
     uint64_t bytes = 0;
     FlowAppend append;
@@ -833,8 +839,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
 
 // RED at arrival, on the leaf's bytes before this packet: false (red_early) if it drops it.
 [[gnu::always_inline]] inline bool Scheduler::red_admits(Leaf& leaf, const Packet& packet,
-                                                         uint64_t depth_bytes,
-                                                         DropReason& reason) {
+                                                         uint64_t depth_bytes, DropReason& reason) {
     if (!leaf.red.enabled || !red_signal(leaf.red, depth_bytes, rng_)) return true;
     if (mark_ce(packet)) {
         leaf.counters.ecn_marked_red.add(1);
@@ -846,15 +851,14 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
 }
 
 [[gnu::always_inline]] inline bool Scheduler::dequeue_flow(Leaf& leaf, uint32_t flow,
-                                                          uint64_t now_ns, Packet& out,
-                                                          DropSink& sink, Departures& taken) {
+                                                           uint64_t now_ns, Packet& out,
+                                                           DropSink& sink, Departures& taken) {
     if (!leaf.codel.enabled) return pop_flow(flow, out, taken);
     CodelQueue queue(*this, leaf, flow, sink, taken);
     const CodelVerdict verdict = codel_dequeue(codel_states_[flow], leaf.codel, queue, now_ns, out);
     if (verdict.marked) leaf.counters.ecn_marked_codel.add(1);
     return verdict.has_packet;
 }
-
 
 [[gnu::always_inline]] inline void Scheduler::prefetch_slot(uint32_t slot) const {
     __builtin_prefetch(&slots_[slot]);
@@ -867,7 +871,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
 // packet and link once it is kSlotsAhead away, its second packet kSecondAhead away (each read
 // of a line fetched a few packets before, not a stall).
 [[gnu::always_inline]] inline void Scheduler::prefetch_ring(const Leaf& leaf,
-                                                           const FlowRing& ring) const {
+                                                            const FlowRing& ring) const {
     constexpr uint32_t kFlowsAhead = 8;
     constexpr uint32_t kSlotsAhead = 4;
     constexpr uint32_t kSecondAhead = 2;
@@ -891,7 +895,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
 
 // fq_codel's flow choice: fresh (sparse) flows first, DRR by deficit across flows.
 [[gnu::always_inline]] inline bool Scheduler::dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out,
-                                                          DropSink& sink, Departures& taken) {
+                                                           DropSink& sink, Departures& taken) {
     if (leaf.flow_mask == 0) return dequeue_flow(leaf, leaf.first_flow, now_ns, out, sink, taken);
     for (;;) {
         const bool from_fresh = !leaf.fresh.empty();
@@ -966,7 +970,7 @@ struct Scheduler::DepartureTally {
 // The packets dequeue_burst takes from one leaf in a row.
 struct Scheduler::DepartureRun {
     static constexpr uint64_t kNotLone = UINT64_MAX;
-    uint32_t start;    // its first packet's index in `out`
+    uint32_t start;  // its first packet's index in `out`
     uint64_t bytes;
     uint64_t limit;    // bytes up to which the next pick() is this leaf again
     uint64_t charged;  // bytes already charged to the path
@@ -999,7 +1003,8 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
     const uint64_t max_wire = wire(max_packet_bytes_);
     auto next_fits = [&](const Leaf& leaf, uint64_t left) {
         uint32_t length = 0;
-        return peek_length(leaf, now_ns, sink.capacity - sink.count, length) && wire(length) <= left;
+        return peek_length(leaf, now_ns, sink.capacity - sink.count, length) &&
+               wire(length) <= left;
     };
     // Past this many bytes charged the next packet may not fit: look before taking it.
     const uint64_t look_ahead_above = max_bytes >= max_wire ? max_bytes - max_wire : 0;
@@ -1059,9 +1064,9 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
 // are not lone fail at the nearest drr node, without a walk. A run on a lone path gets here
 // only when a shaper's allowance is spent (its deficits are not limits: give_missed_quanta).
 [[gnu::always_inline]] inline bool Scheduler::run_picks_leaf_again(const Leaf& leaf,
-                                                                  DepartureRun& run,
-                                                                  uint32_t last_length,
-                                                                  uint64_t now_ns) {
+                                                                   DepartureRun& run,
+                                                                   uint32_t last_length,
+                                                                   uint64_t now_ns) {
     if (run.lone_from == DepartureRun::kNotLone) {
         if (leaf.nearest_drr != kInvalid && nodes_[leaf.nearest_drr].active_count != 1)
             return false;
@@ -1076,9 +1081,9 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
 
 // The run's counters, its path charged for what it has not been, its slots released.
 [[gnu::always_inline]] inline void Scheduler::finish_run(Leaf& leaf, const DepartureRun& run,
-                                                        const Packet* out, uint32_t sent,
-                                                        uint64_t now_ns, DepartureTally& tally,
-                                                        Departures& taken) {
+                                                         const Packet* out, uint32_t sent,
+                                                         uint64_t now_ns, DepartureTally& tally,
+                                                         Departures& taken) {
     if (sent != run.start) {
         LiveQueueCounters& counters = leaf.counters;
         counters.packets_out.add(sent - run.start);
@@ -1129,11 +1134,16 @@ std::optional<ValidationError> Scheduler::apply(const TreeSpec& spec) {
         const NodeSpec& now = spec.nodes[i];
         const NodeSpec& before = spec_.nodes[i];
         const char* field = nullptr;
-        if (now.name != before.name) field = "name";
-        else if (now.kind != before.kind) field = "kind";
-        else if (now.parent != before.parent) field = "parent";
-        else if (now.priority != before.priority) field = "priority";
-        else if (now.kind == NodeKind::fq && now.fq_buckets != before.fq_buckets) field = "fq_buckets";
+        if (now.name != before.name)
+            field = "name";
+        else if (now.kind != before.kind)
+            field = "kind";
+        else if (now.parent != before.parent)
+            field = "parent";
+        else if (now.priority != before.priority)
+            field = "priority";
+        else if (now.kind == NodeKind::fq && now.fq_buckets != before.fq_buckets)
+            field = "fq_buckets";
         if (field != nullptr) {
             return ValidationError{now.name, field,
                                    "topology change: build a new tree and migrate"};
@@ -1161,7 +1171,8 @@ std::optional<ValidationError> Scheduler::migrate_from(Scheduler& old_tree) {
         destination[l] = *target;
     }
     if (old_tree.queued_packets() > pool_free_count_) {
-        return ValidationError{"", "pool_packets", "new tree's pool cannot hold the queued packets"};
+        return ValidationError{"", "pool_packets",
+                               "new tree's pool cannot hold the queued packets"};
     }
     if (old_tree.max_packet_bytes_ > max_packet_bytes_) {
         return ValidationError{"", "max_packet_bytes", "smaller than the old tree's"};
@@ -1253,7 +1264,8 @@ MoveResult Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, 
         next_slot_[slot] = kInvalid;
         Packet& packet = slots_[slot];
         packet.leaf = to;  // the descriptor names the leaf it is queued in
-        packet.user = static_cast<uint8_t>((packet.user & ~stamp.mask) | (stamp.value & stamp.mask));
+        packet.user =
+            static_cast<uint8_t>((packet.user & ~stamp.mask) | (stamp.value & stamp.mask));
         const uint32_t length = packet.length_bytes;
         const bool full_packets = target.packets + result.packets >= target.limit_packets;
         const bool full_bytes = target.bytes + result.bytes + length > target.limit_bytes;

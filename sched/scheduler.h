@@ -61,7 +61,7 @@ struct WireCost {
 };
 
 class Scheduler {
-public:
+  public:
     static constexpr uint64_t kNever = UINT64_MAX;
     static constexpr uint32_t kInvalid = UINT32_MAX;
     static constexpr uint64_t kUnlimitedBytes = UINT64_MAX;
@@ -177,7 +177,7 @@ public:
     uint32_t pool_capacity() const { return static_cast<uint32_t>(slots_.size()); }
     uint32_t pool_free() const { return pool_free_count_; }
 
-private:
+  private:
     // A node is backlogged when its subtree holds packets: a leaf while Leaf::packets != 0, a
     // strict node while backlog_mask != 0, a drr node while active_count != 0. Only the leaf
     // counts packets, so enqueue and dequeue walk up the tree only when a leaf fills or empties.
@@ -188,11 +188,11 @@ private:
         uint32_t quantum_bytes = 0;
         uint32_t next_active = kInvalid;
         uint32_t parent = kInvalid;
-        uint32_t leaf = kInvalid;        // leaf index for fifo/fq nodes
+        uint32_t leaf = kInvalid;  // leaf index for fifo/fq nodes
         NodeKind kind = NodeKind::fifo;
         bool parent_is_drr = false;
-        uint32_t position_in_parent = 0; // bit in a strict parent's backlog mask
-        uint32_t first_child = 0;        // into child_ids_; strict children sorted by priority
+        uint32_t position_in_parent = 0;  // bit in a strict parent's backlog mask
+        uint32_t first_child = 0;         // into child_ids_; strict children sorted by priority
         uint32_t child_count = 0;
         // As a drr node: FIFO ring of backlogged children. As a strict node: backlog mask.
         uint32_t active_head = kInvalid;
@@ -233,7 +233,7 @@ private:
         uint32_t limit_packets = 0;
         uint64_t limit_bytes = 0;
         uint32_t packets = 0;
-        uint32_t nearest_drr = kInvalid;  // the drr node nearest above the leaf, if any
+        uint32_t nearest_drr = kInvalid;   // the drr node nearest above the leaf, if any
         uint32_t fattest_flow = kInvalid;  // fq: the fattest flow seen at an overflow (find_room)
         uint64_t bytes = 0;
         bool sparse_first = true;
@@ -280,8 +280,7 @@ private:
     uint32_t enqueue_run(const Packet* packets, uint32_t i, uint32_t count, uint64_t now_ns,
                          DroppedPacket* drops, uint32_t& dropped);
     bool admit_in_run(Leaf& leaf, EnqueueRun& run, const Packet& packet, uint32_t spare,
-                      uint64_t now_ns, DroppedPacket* drops, uint32_t& dropped,
-                      DropReason& reason);
+                      uint64_t now_ns, DroppedPacket* drops, uint32_t& dropped, DropReason& reason);
     bool red_admits(Leaf& leaf, const Packet& packet, uint64_t depth_bytes, DropReason& reason);
     // For readers on other threads: the leaf's depth, after every change of it.
     static void publish_depth(Leaf& leaf) {
@@ -303,8 +302,7 @@ private:
     void charge_path(uint32_t leaf_node, uint64_t bytes);
     bool charge_lone_path(uint32_t leaf_node, uint64_t bytes, uint64_t now_ns);
     uint64_t give_spent_quanta(uint32_t leaf_node, uint64_t& least_deficit);
-    bool dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink& sink,
-                      Departures& taken);
+    bool dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink& sink, Departures& taken);
     bool dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out, DropSink& sink,
                       Departures& taken);
     void deactivate(uint32_t leaf_node);

@@ -16,7 +16,7 @@
 namespace twinlane::sched {
 
 class TokenBucket {
-public:
+  public:
     static constexpr int64_t kUnitsPerByte = 8'000'000'000;  // 8 bits * 1e9
     static constexpr uint64_t kNever = UINT64_MAX;
 
@@ -82,7 +82,7 @@ public:
 
     int64_t tokens_units() const { return tokens_units_; }
 
-private:
+  private:
     uint64_t rate_bits_per_sec_ = 0;
     int64_t capacity_units_ = 0;
     int64_t tokens_units_ = 0;

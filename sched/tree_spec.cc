@@ -7,10 +7,14 @@ namespace twinlane::sched {
 
 const char* to_string(NodeKind kind) {
     switch (kind) {
-        case NodeKind::strict: return "strict";
-        case NodeKind::drr: return "drr";
-        case NodeKind::fifo: return "fifo";
-        case NodeKind::fq: return "fq";
+        case NodeKind::strict:
+            return "strict";
+        case NodeKind::drr:
+            return "drr";
+        case NodeKind::fifo:
+            return "fifo";
+        case NodeKind::fq:
+            return "fq";
     }
     return "unknown";
 }
@@ -24,7 +28,9 @@ std::string ValidationError::to_string() const {
 
 namespace {
 
-bool is_leaf(NodeKind kind) { return kind == NodeKind::fifo || kind == NodeKind::fq; }
+bool is_leaf(NodeKind kind) {
+    return kind == NodeKind::fifo || kind == NodeKind::fq;
+}
 
 ValidationError error(const std::string& node, const char* field, std::string message) {
     return ValidationError{node, field, std::move(message)};

@@ -52,18 +52,18 @@ struct RedSpec {
 };
 
 struct NodeSpec {
-    std::string name;    // unique, non-empty
+    std::string name;  // unique, non-empty
     NodeKind kind = NodeKind::fifo;
-    std::string parent;  // empty for the root, else the name of a strict or drr node
+    std::string parent;     // empty for the root, else the name of a strict or drr node
     uint32_t weight = 1;    // under a drr parent: > 0
     uint32_t priority = 0;  // under a strict parent: 0 is served first; unique among siblings
     ShaperSpec shaper;      // on any node; the root's shaper is the port rate
 
     // Leaves only (fifo, fq).
-    uint32_t limit_packets = 1024;     // hard limit, tail drop beyond
-    uint64_t limit_bytes = 4u << 20;   // hard limit, tail drop beyond
-    uint32_t fq_buckets = 1024;        // fq: number of flow queues, power of two
-    bool fq_sparse_first = true;       // fq: new (sparse) flows served before old ones
+    uint32_t limit_packets = 1024;    // hard limit, tail drop beyond
+    uint64_t limit_bytes = 4u << 20;  // hard limit, tail drop beyond
+    uint32_t fq_buckets = 1024;       // fq: number of flow queues, power of two
+    bool fq_sparse_first = true;      // fq: new (sparse) flows served before old ones
     CodelSpec codel;
     RedSpec red;
 };

@@ -41,7 +41,7 @@ struct FramePool {
 
     FramePool(uint32_t count, uint32_t seed, FrameKind kind = FrameKind::udp)
         : frame_bytes(kind == FrameKind::ipv6_tcp || kind == FrameKind::ipv6_roce ? 80
-                                                                                : kFrameBytes),
+                                                                                  : kFrameBytes),
           bytes(size_t{count} * frame_bytes) {
         std::vector<uint32_t> order(count);
         std::iota(order.begin(), order.end(), 0u);
@@ -53,26 +53,31 @@ struct FramePool {
             PacketBuilder builder;
             builder.ethernet();
             if (kind == FrameKind::udp) {
-                builder.ipv4(src, dst, 17).udp(uint16_t(1024 + flow % 50000),
-                                               uint16_t(flow % 3 ? 8000 : 9999));
+                builder.ipv4(src, dst, 17)
+                    .udp(uint16_t(1024 + flow % 50000), uint16_t(flow % 3 ? 8000 : 9999));
             } else if (kind == FrameKind::roce) {  // same address pair, one QP per flow
                 builder.ipv4({10, 1, 0, 1}, {10, 2, 0, 1}, 17).udp(49152, 4791).bth(4, flow);
             } else if (kind == FrameKind::vlan_tcp) {
-                builder.vlan(uint16_t(100 + flow % 8)).ipv4(src, dst, 6)
+                builder.vlan(uint16_t(100 + flow % 8))
+                    .ipv4(src, dst, 6)
                     .tcp(uint16_t(1024 + flow % 50000), 50051);
             } else if (kind == FrameKind::qinq_tcp) {  // 802.1ad outer, 802.1Q inner
-                builder.vlan(uint16_t(100 + flow % 8), 0x88A8).vlan(uint16_t(1024 + flow % 1024))
-                    .ipv4(src, dst, 6).tcp(uint16_t(1024 + flow % 50000), 50051);
+                builder.vlan(uint16_t(100 + flow % 8), 0x88A8)
+                    .vlan(uint16_t(1024 + flow % 1024))
+                    .ipv4(src, dst, 6)
+                    .tcp(uint16_t(1024 + flow % 50000), 50051);
             } else if (kind == FrameKind::ipv6_tcp) {
                 builder.ipv6(testing::ipv6(0xFD00, uint16_t(flow)), testing::ipv6(0xFD01, 1), 6)
                     .tcp(uint16_t(1024 + flow % 50000), 50051);
             } else {
                 builder.ipv6(testing::ipv6(0xFD00, 1), testing::ipv6(0xFD01, 1), 17)
-                    .udp(49152, 4791).bth(4, flow);
+                    .udp(49152, 4791)
+                    .bth(4, flow);
             }
             const size_t headers = builder.build().size();
             auto frame = builder.payload(uint32_t(frame_bytes - headers)).build();
-            std::copy(frame.begin(), frame.end(), bytes.begin() + ptrdiff_t(size_t{i} * frame_bytes));
+            std::copy(frame.begin(), frame.end(),
+                      bytes.begin() + ptrdiff_t(size_t{i} * frame_bytes));
         }
         for (uint32_t i = 0; i < count; ++i) {
             pointers.push_back(bytes.data() + size_t{i} * frame_bytes);
@@ -89,8 +94,8 @@ ClassifierConfig hit_config(uint32_t flows, uint32_t slots_per_flow) {
     return config;
 }
 
-void hit_path(benchmark::State& state, bool burst,
-              uint32_t slots_per_flow = kDefaultSlotsPerFlow, FrameKind kind = FrameKind::udp) {
+void hit_path(benchmark::State& state, bool burst, uint32_t slots_per_flow = kDefaultSlotsPerFlow,
+              FrameKind kind = FrameKind::udp) {
     const uint32_t flows = uint32_t(state.range(0));
     static std::unique_ptr<Classifier> classifier;
     static std::unique_ptr<FramePool> traffic;
@@ -111,8 +116,8 @@ void hit_path(benchmark::State& state, bool burst,
     uint64_t now = 1;
     for (auto _ : state) {
         if (burst) {
-            classifier->classify_burst(&traffic->pointers[next], &traffic->lengths[next],
-                                       kMaxBurst, 0, now, out);
+            classifier->classify_burst(&traffic->pointers[next], &traffic->lengths[next], kMaxBurst,
+                                       0, now, out);
         } else {
             for (uint32_t i = 0; i < kMaxBurst; ++i) {
                 out[i] = classifier->classify(traffic->pointers[next + i],
@@ -128,15 +133,21 @@ void hit_path(benchmark::State& state, bool burst,
     state.SetItemsProcessed(int64_t(state.iterations()) * kMaxBurst);
 }
 
-void BM_HitPath_Burst(benchmark::State& state) { hit_path(state, true); }
-void BM_HitPath_Single(benchmark::State& state) { hit_path(state, false); }
+void BM_HitPath_Burst(benchmark::State& state) {
+    hit_path(state, true);
+}
+void BM_HitPath_Single(benchmark::State& state) {
+    hit_path(state, false);
+}
 // The 1M-flow runs keep at least 0.5 s even in CI's brief pass (--benchmark_min_time=0.01):
 // shorter, they cover a fraction of the flows once, right after the table was built, and
 // measure that instead of the steady state (CI printed 25 Mpps where 0.5 s runs give 32).
 BENCHMARK(BM_HitPath_Burst)->Arg(256)->Arg(4096);
 BENCHMARK(BM_HitPath_Burst)->Arg(1 << 20)->MinTime(0.5);
 // The same with the table at load 1/2 (flow_table.slots_per_flow 2: half the memory).
-void BM_HitPath_Burst_TwoSlotsPerFlow(benchmark::State& state) { hit_path(state, true, 2); }
+void BM_HitPath_Burst_TwoSlotsPerFlow(benchmark::State& state) {
+    hit_path(state, true, 2);
+}
 BENCHMARK(BM_HitPath_Burst_TwoSlotsPerFlow)->Arg(1 << 20)->MinTime(0.5);
 // 1M IPv6 TCP flows: an IPv6 entry's addresses sit in its cold line, a second line per hit.
 void BM_HitPath_Ipv6Tcp_Burst_1M(benchmark::State& state) {
@@ -169,11 +180,21 @@ void hit_path_of(benchmark::State& state, FrameKind kind) {
     if (classifier.counters().flow_inserts != kFlows) state.SkipWithError("flows missed the cache");
     state.SetItemsProcessed(int64_t(state.iterations()) * kMaxBurst);
 }
-void BM_HitPath_Roce_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::roce); }
-void BM_HitPath_VlanTcp_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::vlan_tcp); }
-void BM_HitPath_QinQTcp_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::qinq_tcp); }
-void BM_HitPath_Ipv6Tcp_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::ipv6_tcp); }
-void BM_HitPath_Ipv6Roce_Burst(benchmark::State& state) { hit_path_of(state, FrameKind::ipv6_roce); }
+void BM_HitPath_Roce_Burst(benchmark::State& state) {
+    hit_path_of(state, FrameKind::roce);
+}
+void BM_HitPath_VlanTcp_Burst(benchmark::State& state) {
+    hit_path_of(state, FrameKind::vlan_tcp);
+}
+void BM_HitPath_QinQTcp_Burst(benchmark::State& state) {
+    hit_path_of(state, FrameKind::qinq_tcp);
+}
+void BM_HitPath_Ipv6Tcp_Burst(benchmark::State& state) {
+    hit_path_of(state, FrameKind::ipv6_tcp);
+}
+void BM_HitPath_Ipv6Roce_Burst(benchmark::State& state) {
+    hit_path_of(state, FrameKind::ipv6_roce);
+}
 BENCHMARK(BM_HitPath_Roce_Burst);
 BENCHMARK(BM_HitPath_VlanTcp_Burst);
 BENCHMARK(BM_HitPath_QinQTcp_Burst);
@@ -212,7 +233,8 @@ BENCHMARK(BM_HitPathAgeing_Burst)->Arg(1)->Arg(4096);
 std::vector<uint32_t> random_indices(uint32_t range, uint32_t seed) {
     std::mt19937 rng(seed);
     std::vector<uint32_t> indices(size_t{1} << 22);
-    for (uint32_t& index : indices) index = rng() % range;
+    for (uint32_t& index : indices)
+        index = rng() % range;
     return indices;
 }
 
@@ -237,7 +259,8 @@ void BM_MemoryCeiling_1M(benchmark::State& state) {
     static const auto slots = [] {
         std::vector<uint64_t, HugePageAllocator<uint64_t>> random_entries(kSlots);
         std::mt19937 rng(9);
-        for (uint64_t& slot : random_entries) slot = rng() % kEntries;
+        for (uint64_t& slot : random_entries)
+            slot = rng() % kEntries;
         return random_entries;
     }();
     static std::vector<TwoLineEntry, HugePageAllocator<TwoLineEntry>> entries(kEntries);
@@ -247,7 +270,8 @@ void BM_MemoryCeiling_1M(benchmark::State& state) {
     for (auto _ : state) {
         const uint32_t* index = &order[next];
         uint64_t entry[kMaxBurst];
-        for (uint32_t i = 0; i < kMaxBurst; ++i) __builtin_prefetch(&slots[index[i]]);
+        for (uint32_t i = 0; i < kMaxBurst; ++i)
+            __builtin_prefetch(&slots[index[i]]);
         for (uint32_t i = 0; i < kMaxBurst; ++i) {
             entry[i] = slots[index[i]];
             __builtin_prefetch(&entries[entry[i]]);
@@ -291,7 +315,7 @@ void BM_MemoryCeiling_InPlace_1M(benchmark::State& state) {
         for (uint32_t i = 0; i < kMaxBurst; ++i) {
             TwoLineEntry& flow = slots[index[i]];
             sum += flow.key.words[0];
-            ++flow.packets;  // first line
+            ++flow.packets;                                  // first line
             if (lines > 1) flow.second_line[0] = char(sum);  // second line
         }
         next += kMaxBurst;
@@ -324,17 +348,22 @@ std::vector<Rule> make_rules(uint32_t count) {
         rule.action.class_id = uint8_t(i % 3);
         rule.action.job_id = i;
         switch (i % 10) {
-            case 0: case 1: case 2: case 3:
+            case 0:
+            case 1:
+            case 2:
+            case 3:
                 rule.match.dst = v4_prefix((10u << 24) | (200u << 16) | ((i % 7) << 8), 24);
                 rule.match.ip_protocol = i % 2 ? 6 : 17;
                 rule.match.dst_ports = {uint16_t(10000 + i), uint16_t(10000 + i)};
                 break;
-            case 4: case 5:
+            case 4:
+            case 5:
                 rule.match.src = v4_prefix((10u << 24) | ((i & 0xFF) << 16), 16);
                 rule.match.dst = v4_prefix(0x0A000000u | i, 32);
                 rule.match.dst_ports = {uint16_t(20000 + i), uint16_t(20002 + i)};
                 break;
-            case 6: case 7:
+            case 6:
+            case 7:
                 rule.match.dst = v4_prefix((172u << 24) | (i << 8), 24);
                 rule.match.dscp = uint8_t(i % 64);
                 break;
@@ -366,8 +395,8 @@ void BM_MissPath(benchmark::State& state) {
     Result out[kMaxBurst];
     uint32_t next = 0;
     for (auto _ : state) {
-        classifier.classify_burst(&traffic.pointers[next], &traffic.lengths[next], kMaxBurst, 0,
-                                  1, out);
+        classifier.classify_burst(&traffic.pointers[next], &traffic.lengths[next], kMaxBurst, 0, 1,
+                                  out);
         benchmark::DoNotOptimize(out);
         next = (next + kMaxBurst) % 4096;
     }
@@ -396,8 +425,8 @@ void BM_NewFlowPath(benchmark::State& state) {
             }
             state.ResumeTiming();
         }
-        classifier.classify_burst(&traffic.pointers[next], &traffic.lengths[next], kMaxBurst, 0,
-                                  1, out);
+        classifier.classify_burst(&traffic.pointers[next], &traffic.lengths[next], kMaxBurst, 0, 1,
+                                  out);
         benchmark::DoNotOptimize(out);
         next = (next + kMaxBurst) % kFlows;
     }
@@ -462,7 +491,8 @@ BENCHMARK(BM_Parse);
 
 void BM_RuleTableBuild(benchmark::State& state) {
     const std::vector<Rule> rules = make_rules(uint32_t(state.range(0)));
-    for (auto _ : state) benchmark::DoNotOptimize(CompiledRuleTable::build(rules, 1).tuple_count());
+    for (auto _ : state)
+        benchmark::DoNotOptimize(CompiledRuleTable::build(rules, 1).tuple_count());
 }
 BENCHMARK(BM_RuleTableBuild)->Arg(10000)->Unit(benchmark::kMillisecond);
 

@@ -25,7 +25,12 @@ constexpr uint64_t kMs = 1'000'000;
 
 std::vector<uint8_t> tcp4(uint16_t sport, uint16_t dport, uint8_t tos = 0, uint32_t payload = 0,
                           uint8_t last_octet = 2) {
-    return PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, last_octet}, 6, tos).tcp(sport, dport).payload(payload).build();
+    return PacketBuilder()
+        .ethernet()
+        .ipv4({10, 0, 0, 1}, {10, 0, 0, last_octet}, 6, tos)
+        .tcp(sport, dport)
+        .payload(payload)
+        .build();
 }
 
 Result run(Classifier& classifier, const std::vector<uint8_t>& frame, uint64_t now_ns,
@@ -65,7 +70,12 @@ TEST(Classifier, HeuristicsInOrder) {
     r = run(classifier, tcp4(50051, 40000), 0);
     EXPECT_EQ(r.class_id, kInference);
     // RoCEv2 → training, whatever the DSCP.
-    const auto roce = PacketBuilder().ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17, 46 << 2).udp(1, 4791).bth(4, 9).build();
+    const auto roce = PacketBuilder()
+                          .ethernet()
+                          .ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17, 46 << 2)
+                          .udp(1, 4791)
+                          .bth(4, 9)
+                          .build();
     r = run(classifier, roce, 0);
     EXPECT_EQ(r.class_id, kTraining);
     EXPECT_EQ(r.source, MatchSource::roce);
@@ -148,7 +158,8 @@ TEST(Classifier, ElephantDemotedAtAGapAndReturnsWhenQuiet) {
     EXPECT_EQ(r.source, MatchSource::port);
     EXPECT_EQ(classifier.counters().elephant_returns, 1u);
     // A small flow on the same port never moves.
-    for (int i = 0; i < 100; ++i) EXPECT_EQ(run(classifier, tcp4(40001, 8000), i * kMs).class_id, kInference);
+    for (int i = 0; i < 100; ++i)
+        EXPECT_EQ(run(classifier, tcp4(40001, 8000), i * kMs).class_id, kInference);
 }
 
 // Default (reclass_gap 0): a flow that never pauses is demoted with the packet that crosses
@@ -190,7 +201,8 @@ TEST(Classifier, ElephantDoesNotOverrideRules) {
     config.rules.push_back(rule);
     Classifier classifier(config);
     const auto big = tcp4(40000, 8000, 0, 1400);
-    for (int i = 0; i < 100; ++i) EXPECT_EQ(run(classifier, big, uint64_t(i) * 3 * kMs).class_id, kInference);
+    for (int i = 0; i < 100; ++i)
+        EXPECT_EQ(run(classifier, big, uint64_t(i) * 3 * kMs).class_id, kInference);
     EXPECT_EQ(classifier.counters().elephants_detected, 0u);
 }
 
@@ -215,7 +227,13 @@ TEST(Classifier, FullFlowTableStillClassifiesAndCounts) {
 TEST(Classifier, RoceQueuePairsAreSeparateFlows) {
     Classifier classifier(ClassifierConfig::defaults());
     auto qp = [](uint32_t dest_qp) {
-        return PacketBuilder().ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17).udp(49152, 4791).bth(0x0A, dest_qp).payload(64).build();
+        return PacketBuilder()
+            .ethernet()
+            .ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17)
+            .udp(49152, 4791)
+            .bth(0x0A, dest_qp)
+            .payload(64)
+            .build();
     };
     const Result a = run(classifier, qp(100), 0);
     const Result b = run(classifier, qp(101), 0);
@@ -239,12 +257,34 @@ TEST(Classifier, FastAndFullParsesBuildTheSameFlowKey) {
         std::vector<uint8_t> fast, full;
     };
     const std::vector<Pair> pairs = {
-        {"ipv4 tcp", PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 6, 0x28).tcp(7, 50051).build(),
-         PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 6, 0x28, 8).tcp(7, 50051).build()},
+        {"ipv4 tcp",
+         PacketBuilder()
+             .ethernet()
+             .ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 6, 0x28)
+             .tcp(7, 50051)
+             .build(),
+         PacketBuilder()
+             .ethernet()
+             .ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 6, 0x28, 8)
+             .tcp(7, 50051)
+             .build()},
         {"ipv6 tcp", PacketBuilder().ethernet().ipv6(a, b, 6, 0x28).tcp(7, 50051).build(),
-         PacketBuilder().ethernet().ipv6(a, b, 0, 0x28).ipv6_option_header(6).tcp(7, 50051).build()},
-        {"ipv6 roce, tagged", PacketBuilder().ethernet().vlan(12).ipv6(a, b, 17).udp(9, 4791).bth(4, 321).build(),
-         PacketBuilder().ethernet().vlan(12).ipv6(a, b, 60).ipv6_option_header(17).udp(9, 4791).bth(4, 321).build()},
+         PacketBuilder()
+             .ethernet()
+             .ipv6(a, b, 0, 0x28)
+             .ipv6_option_header(6)
+             .tcp(7, 50051)
+             .build()},
+        {"ipv6 roce, tagged",
+         PacketBuilder().ethernet().vlan(12).ipv6(a, b, 17).udp(9, 4791).bth(4, 321).build(),
+         PacketBuilder()
+             .ethernet()
+             .vlan(12)
+             .ipv6(a, b, 60)
+             .ipv6_option_header(17)
+             .udp(9, 4791)
+             .bth(4, 321)
+             .build()},
     };
     for (const Pair& pair : pairs) {
         SCOPED_TRACE(pair.name);
@@ -274,9 +314,22 @@ TEST(Classifier, LaterFragmentsFollowTheFirst) {
     rule.action = {kTraining, 7, std::nullopt};
     config.rules.push_back(rule);
     Classifier classifier(config);
-    const auto first = PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 555, 0, true).udp(1, 9000).payload(100).build();
-    const auto later = PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 555, 14).payload(100).build();
-    const auto orphan = PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 556, 14).payload(100).build();
+    const auto first = PacketBuilder()
+                           .ethernet()
+                           .ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 555, 0, true)
+                           .udp(1, 9000)
+                           .payload(100)
+                           .build();
+    const auto later = PacketBuilder()
+                           .ethernet()
+                           .ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 555, 14)
+                           .payload(100)
+                           .build();
+    const auto orphan = PacketBuilder()
+                            .ethernet()
+                            .ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 556, 14)
+                            .payload(100)
+                            .build();
     const Result head = run(classifier, first, 0);
     EXPECT_EQ(head.job_id, 7u);
     const Result tail = run(classifier, later, 1000);
@@ -296,8 +349,18 @@ TEST(Classifier, LaterFragmentsFollowTheFirst) {
 
 TEST(Classifier, Ipv6FragmentsFollowTheFirst) {
     Classifier classifier(ClassifierConfig::defaults());
-    const auto first = PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44, 0x01).ipv6_fragment(6, 0, true, 99).tcp(5, 50051).build();
-    const auto later = PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44, 0x01).ipv6_fragment(6, 10, false, 99).payload(50).build();
+    const auto first = PacketBuilder()
+                           .ethernet()
+                           .ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44, 0x01)
+                           .ipv6_fragment(6, 0, true, 99)
+                           .tcp(5, 50051)
+                           .build();
+    const auto later = PacketBuilder()
+                           .ethernet()
+                           .ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44, 0x01)
+                           .ipv6_fragment(6, 10, false, 99)
+                           .payload(50)
+                           .build();
     EXPECT_EQ(run(classifier, first, 0).class_id, kInference);
     const Result r = run(classifier, later, 1);
     EXPECT_EQ(r.class_id, kInference);
@@ -316,10 +379,33 @@ TEST(Classifier, UdpFirstFragmentsCarryTheDatagramLength) {
         frame[udp_offset + 5] = uint8_t(length);
         return frame;
     };
-    const auto first4 = with_udp_length(PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 77, 0, true).udp(40000, 50051).payload(1472).build(), 34, 4008);
-    const auto later4 = PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 77, 185).payload(1480).build();
-    const auto first6 = with_udp_length(PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44).ipv6_fragment(17, 0, true, 78).udp(40000, 50051).payload(1424).build(), 62, 4008);
-    const auto later6 = PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44).ipv6_fragment(17, 179, false, 78).payload(1432).build();
+    const auto first4 =
+        with_udp_length(PacketBuilder()
+                            .ethernet()
+                            .ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 77, 0, true)
+                            .udp(40000, 50051)
+                            .payload(1472)
+                            .build(),
+                        34, 4008);
+    const auto later4 = PacketBuilder()
+                            .ethernet()
+                            .ipv4({10, 0, 0, 1}, {10, 0, 0, 2}, 17, 0, 0, 77, 185)
+                            .payload(1480)
+                            .build();
+    const auto first6 = with_udp_length(PacketBuilder()
+                                            .ethernet()
+                                            .ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44)
+                                            .ipv6_fragment(17, 0, true, 78)
+                                            .udp(40000, 50051)
+                                            .payload(1424)
+                                            .build(),
+                                        62, 4008);
+    const auto later6 = PacketBuilder()
+                            .ethernet()
+                            .ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44)
+                            .ipv6_fragment(17, 179, false, 78)
+                            .payload(1432)
+                            .build();
     for (const auto* pair : {&first4, &first6}) {
         const Result head = run(classifier, *pair, 0);
         EXPECT_FALSE(head.drop);
@@ -333,14 +419,20 @@ TEST(Classifier, UdpFirstFragmentsCarryTheDatagramLength) {
     }
     auto malformed = [&] {
         uint64_t total = 0;
-        for (const uint64_t n : classifier.counters().malformed) total += n;
+        for (const uint64_t n : classifier.counters().malformed)
+            total += n;
         return total;
     };
     EXPECT_EQ(malformed(), 0u);
     // Shorter than a UDP header is still malformed, fragment or not; and an unfragmented
     // datagram longer than its packet is.
     EXPECT_TRUE(run(classifier, with_udp_length(first4, 34, 7), 2).drop);
-    const auto whole = PacketBuilder().ethernet().ipv4({10, 0, 0, 1}, {10, 0, 0, 3}, 17).udp(40000, 50051).payload(100).build();
+    const auto whole = PacketBuilder()
+                           .ethernet()
+                           .ipv4({10, 0, 0, 1}, {10, 0, 0, 3}, 17)
+                           .udp(40000, 50051)
+                           .payload(100)
+                           .build();
     EXPECT_TRUE(run(classifier, with_udp_length(whole, 34, 4008), 2).drop);
     EXPECT_EQ(malformed(), 2u);
 }
@@ -349,14 +441,29 @@ TEST(Classifier, VxlanClassifiesOnInnerAndMarksOuter) {
     ClassifierConfig config = ClassifierConfig::defaults();
     config.vxlan_inner = true;
     Classifier classifier(config);
-    const auto frame = PacketBuilder().ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17, 0x02).udp(60000, 4789).vxlan(10)
-                           .ethernet().ipv4({192, 168, 0, 1}, {192, 168, 0, 2}, 6).tcp(41000, 8001).build();
+    const auto frame = PacketBuilder()
+                           .ethernet()
+                           .ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17, 0x02)
+                           .udp(60000, 4789)
+                           .vxlan(10)
+                           .ethernet()
+                           .ipv4({192, 168, 0, 1}, {192, 168, 0, 2}, 6)
+                           .tcp(41000, 8001)
+                           .build();
     const Result r = run(classifier, frame, 0);
     EXPECT_EQ(r.class_id, kInference);
     EXPECT_EQ(r.l3_offset, 14);
     EXPECT_TRUE(r.ecn_capable);
-    const auto roce_inside = PacketBuilder().ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17).udp(60000, 4789).vxlan(10)
-                                 .ethernet().ipv4({192, 168, 0, 1}, {192, 168, 0, 2}, 17).udp(5, 4791).bth(1, 3).build();
+    const auto roce_inside = PacketBuilder()
+                                 .ethernet()
+                                 .ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17)
+                                 .udp(60000, 4789)
+                                 .vxlan(10)
+                                 .ethernet()
+                                 .ipv4({192, 168, 0, 1}, {192, 168, 0, 2}, 17)
+                                 .udp(5, 4791)
+                                 .bth(1, 3)
+                                 .build();
     EXPECT_EQ(run(classifier, roce_inside, 0).class_id, kTraining);
     ClassifierConfig outer_only = ClassifierConfig::defaults();
     Classifier plain(outer_only);
@@ -377,7 +484,8 @@ TEST(Classifier, MalformedPolicyAndCounters) {
         // Linearised headers of a longer frame: cut inside the TCP header → l4_truncated.
         const Result h = classifier.classify(frame.data(), 40, 1000, 0, 0);
         EXPECT_EQ(h.malformed, MalformedReason::l4_truncated);
-        EXPECT_EQ(classifier.counters().malformed[size_t(MalformedReason::ipv4_bad_total_length)], 1u);
+        EXPECT_EQ(classifier.counters().malformed[size_t(MalformedReason::ipv4_bad_total_length)],
+                  1u);
         EXPECT_EQ(classifier.counters().malformed[size_t(MalformedReason::l4_truncated)], 1u);
         // An empty frame has nothing to forward: dropped whatever the policy.
         const uint8_t nothing[1] = {0};
@@ -460,17 +568,38 @@ TEST(Classifier, BurstEqualsSinglePacketPath) {
     Classifier burst(config);
     std::vector<std::vector<uint8_t>> frames;
     for (uint16_t i = 0; i < 70; ++i) {
-        frames.push_back(tcp4(uint16_t(30000 + i % 4), i % 2 ? 8000 : 22, 0, 200 + 20u * i, uint8_t(i % 3)));
+        frames.push_back(
+            tcp4(uint16_t(30000 + i % 4), i % 2 ? 8000 : 22, 0, 200 + 20u * i, uint8_t(i % 3)));
     }
-    frames.push_back(PacketBuilder().ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17).udp(1, 4791).bth(4, 9).build());
+    frames.push_back(PacketBuilder()
+                         .ethernet()
+                         .ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17)
+                         .udp(1, 4791)
+                         .bth(4, 9)
+                         .build());
     frames.push_back({0x01, 0x02});  // malformed
     // IPv6: one flow through the one-pass parse and, with an extension header, the full one;
     // RoCEv2 behind a tag; a serving-port flow.
     const testing::Ipv6Address a = testing::ipv6(0x2001, 1), b = testing::ipv6(0x2001, 2);
     for (uint16_t i = 0; i < 12; ++i) {
-        frames.push_back(i % 3 == 2 ? PacketBuilder().ethernet().ipv6(a, b, 0).ipv6_option_header(6).tcp(7, 50051).payload(100 * i).build()
-                                    : PacketBuilder().ethernet().ipv6(a, b, 6).tcp(7, 50051).payload(100 * i).build());
-        frames.push_back(PacketBuilder().ethernet().vlan(5).ipv6(b, a, 17).udp(9, 4791).bth(4, i % 2).payload(900).build());
+        frames.push_back(
+            i % 3 == 2
+                ? PacketBuilder()
+                      .ethernet()
+                      .ipv6(a, b, 0)
+                      .ipv6_option_header(6)
+                      .tcp(7, 50051)
+                      .payload(100 * i)
+                      .build()
+                : PacketBuilder().ethernet().ipv6(a, b, 6).tcp(7, 50051).payload(100 * i).build());
+        frames.push_back(PacketBuilder()
+                             .ethernet()
+                             .vlan(5)
+                             .ipv6(b, a, 17)
+                             .udp(9, 4791)
+                             .bth(4, i % 2)
+                             .payload(900)
+                             .build());
     }
     std::vector<const uint8_t*> pointers;
     std::vector<uint32_t> lengths;
@@ -481,7 +610,8 @@ TEST(Classifier, BurstEqualsSinglePacketPath) {
     std::vector<Result> out(frames.size());
     for (uint64_t round = 0; round < 5; ++round) {
         const uint64_t now = round * 3 * kMs;
-        burst.classify_burst(pointers.data(), lengths.data(), uint32_t(frames.size()), 3, now, out.data());
+        burst.classify_burst(pointers.data(), lengths.data(), uint32_t(frames.size()), 3, now,
+                             out.data());
         for (size_t i = 0; i < frames.size(); ++i) {
             const Result expected = single.classify(pointers[i], lengths[i], 3, now);
             EXPECT_EQ(out[i].class_id, expected.class_id) << i;
@@ -518,16 +648,42 @@ TEST(Classifier, BurstEqualsSinglePacketPathInACrowdedTable) {
     for (uint16_t i = 0; i < 70; ++i) {  // + 1 flow of first fragments: 71 flows, 64 fit
         if (i % 3 == 0) {
             const uint8_t n = uint8_t(i);
-            frames.push_back(PacketBuilder().ethernet().ipv6({0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, n}, {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}, 17).udp(uint16_t(5000 + i), 8000).payload(100).build());
+            frames.push_back(PacketBuilder()
+                                 .ethernet()
+                                 .ipv6({0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, n},
+                                       {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1},
+                                       17)
+                                 .udp(uint16_t(5000 + i), 8000)
+                                 .payload(100)
+                                 .build());
         } else {
-            frames.push_back(tcp4(uint16_t(20000 + i), i % 2 ? 8000 : 22, 0, 100 + 30u * i, uint8_t(i % 5)));
+            frames.push_back(
+                tcp4(uint16_t(20000 + i), i % 2 ? 8000 : 22, 0, 100 + 30u * i, uint8_t(i % 5)));
         }
     }
     // A later fragment before its first fragment, then another datagram in order.
-    frames.push_back(PacketBuilder().ethernet().ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 77, 14).payload(64).build());
-    frames.push_back(PacketBuilder().ethernet().ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 77, 0, true).udp(7, 8000).payload(100).build());
-    frames.push_back(PacketBuilder().ethernet().ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 78, 0, true).udp(7, 8000).payload(100).build());
-    frames.push_back(PacketBuilder().ethernet().ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 78, 14).payload(64).build());
+    frames.push_back(PacketBuilder()
+                         .ethernet()
+                         .ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 77, 14)
+                         .payload(64)
+                         .build());
+    frames.push_back(PacketBuilder()
+                         .ethernet()
+                         .ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 77, 0, true)
+                         .udp(7, 8000)
+                         .payload(100)
+                         .build());
+    frames.push_back(PacketBuilder()
+                         .ethernet()
+                         .ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 78, 0, true)
+                         .udp(7, 8000)
+                         .payload(100)
+                         .build());
+    frames.push_back(PacketBuilder()
+                         .ethernet()
+                         .ipv4({10, 9, 0, 1}, {10, 9, 0, 2}, 17, 0, 0, 78, 14)
+                         .payload(64)
+                         .build());
     std::vector<const uint8_t*> pointers;
     std::vector<uint32_t> lengths;
     std::mt19937 rng(11);
@@ -576,16 +732,18 @@ TEST(Classifier, BurstEqualsSinglePacketPathInACrowdedTable) {
 // each window, so bytes split across a boundary are not summed, and a flow over the rate for a
 // whole window is caught in it.
 TEST(Classifier, ElephantWindowsAreAligned) {
-    Classifier classifier(elephant_config());  // 10 kB within 10 ms windows
+    Classifier classifier(elephant_config());     // 10 kB within 10 ms windows
     const auto big = tcp4(40000, 8000, 0, 1400);  // 1454-byte frames
     // 5 frames late in window 0 and 3 early in window 1: 11.6 kB within 1 ms, never 10 kB in
     // one window.
     uint64_t now = 9'500'000;
-    for (int i = 0; i < 8; ++i, now += 100'000) run(classifier, big, now);
+    for (int i = 0; i < 8; ++i, now += 100'000)
+        run(classifier, big, now);
     EXPECT_EQ(classifier.counters().elephants_detected, 0u);
     // 7 frames within window 2: detected.
     now = 20'000'000;
-    for (int i = 0; i < 7; ++i, now += 100'000) run(classifier, big, now);
+    for (int i = 0; i < 7; ++i, now += 100'000)
+        run(classifier, big, now);
     EXPECT_EQ(classifier.counters().elephants_detected, 1u);
 }
 
@@ -597,8 +755,19 @@ TEST(Classifier, VlanAndIngressPortRules) {
     rule.action = {kTraining, 11, std::nullopt};
     config.rules.push_back(rule);
     Classifier classifier(config);
-    const auto tagged = PacketBuilder().ethernet().vlan(300).ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 6).tcp(1, 8000).build();
-    const auto qinq = PacketBuilder().ethernet().vlan(300, 0x88A8).vlan(5).ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 6).tcp(1, 8000).build();
+    const auto tagged = PacketBuilder()
+                            .ethernet()
+                            .vlan(300)
+                            .ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 6)
+                            .tcp(1, 8000)
+                            .build();
+    const auto qinq = PacketBuilder()
+                          .ethernet()
+                          .vlan(300, 0x88A8)
+                          .vlan(5)
+                          .ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 6)
+                          .tcp(1, 8000)
+                          .build();
     EXPECT_EQ(run(classifier, tagged, 0, 2).job_id, 11u);
     EXPECT_EQ(run(classifier, qinq, 0, 2).job_id, 11u);  // outermost tag
     EXPECT_EQ(run(classifier, tagged, 0, 1).source, MatchSource::port);
@@ -668,7 +837,8 @@ TEST(Classifier, AgeingRunsBoundedInsideBursts) {
     std::vector<std::vector<uint8_t>> frames;
     std::vector<const uint8_t*> pointers;
     std::vector<uint32_t> lengths;
-    for (uint16_t i = 0; i < 64; ++i) frames.push_back(tcp4(uint16_t(2000 + i), 22));
+    for (uint16_t i = 0; i < 64; ++i)
+        frames.push_back(tcp4(uint16_t(2000 + i), 22));
     for (const auto& f : frames) {
         pointers.push_back(f.data());
         lengths.push_back(uint32_t(f.size()));

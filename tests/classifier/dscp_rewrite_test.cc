@@ -14,7 +14,11 @@ using testing::PacketBuilder;
 TEST(DscpRewrite, Ipv4ChecksumMatchesFullRecomputeForAllValues) {
     for (uint32_t options : {0u, 8u, 40u}) {
         for (uint8_t tos : {uint8_t{0}, uint8_t{0x03}, uint8_t{0xB9}, uint8_t{0xFF}}) {
-            auto frame = PacketBuilder().ethernet().ipv4({172, 16, 0, 9}, {10, 255, 0, 1}, 6, tos, options).tcp(1, 2).build();
+            auto frame = PacketBuilder()
+                             .ethernet()
+                             .ipv4({172, 16, 0, 9}, {10, 255, 0, 1}, 6, tos, options)
+                             .tcp(1, 2)
+                             .build();
             uint8_t* l3 = frame.data() + 14;
             const uint32_t header = 20 + options;
             for (uint8_t dscp = 0; dscp < 64; ++dscp) {
@@ -29,7 +33,11 @@ TEST(DscpRewrite, Ipv4ChecksumMatchesFullRecomputeForAllValues) {
 }
 
 TEST(DscpRewrite, Ipv6KeepsVersionEcnAndFlowLabel) {
-    auto frame = PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 17, 0x02).udp(1, 2).build();
+    auto frame = PacketBuilder()
+                     .ethernet()
+                     .ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 17, 0x02)
+                     .udp(1, 2)
+                     .build();
     uint8_t* l3 = frame.data() + 14;
     l3[1] |= 0x0A;  // flow label bits
     l3[2] = 0xBC;

@@ -16,8 +16,22 @@ PacketKey key_for(uint32_t n) {
     KeyFields f;
     if (n % 3 == 2) {
         f.ip_version = 6;
-        f.src_address = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0,
-                         0, 0, 0, 0, 0, uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
+        f.src_address = {0x20,
+                         0x01,
+                         0x0d,
+                         0xb8,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         uint8_t(n >> 16),
+                         uint8_t(n >> 8),
+                         uint8_t(n)};
     } else {
         f.ip_version = 4;
         f.src_address = {10, uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
@@ -109,8 +123,10 @@ TEST(FlowTable, AgeingRemovesOnlyIdleFlowsUnderRandomOperations) {
 TEST(FlowTable, FullTableCountsOverflowAndRecoversAfterErase) {
     FlowTable table(4);
     std::vector<FlowEntry*> entries;
-    for (uint32_t n = 0; n < 4; ++n) entries.push_back(table.insert(key_for(n), hash_key(key_for(n))));
-    for (FlowEntry* entry : entries) ASSERT_NE(entry, nullptr);
+    for (uint32_t n = 0; n < 4; ++n)
+        entries.push_back(table.insert(key_for(n), hash_key(key_for(n))));
+    for (FlowEntry* entry : entries)
+        ASSERT_NE(entry, nullptr);
     EXPECT_EQ(table.insert(key_for(9), hash_key(key_for(9))), nullptr);
     EXPECT_EQ(table.overflow_count(), 1u);
     table.erase(*entries[2]);
@@ -155,8 +171,22 @@ TEST(FlowTable, EraseKeepsCollidingFlowsReachable) {
     for (uint32_t n = 0; colliding.size() < 12; ++n) {
         KeyFields f;
         f.ip_version = 6;
-        f.src_address = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0,
-                         uint8_t(n >> 24), uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
+        f.src_address = {0x20,
+                         0x01,
+                         0x0d,
+                         0xb8,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         0,
+                         uint8_t(n >> 24),
+                         uint8_t(n >> 16),
+                         uint8_t(n >> 8),
+                         uint8_t(n)};
         f.dst_port = 443;
         const PacketKey key = make_key(f);
         if ((hash_key(key) & mask) == 5 || (hash_key(key) & mask) == 6) colliding.push_back(key);
@@ -193,8 +223,8 @@ TEST(FlowTable, WideAndNarrowKeysWithTheSameFoldAreDifferentFlows) {
     v4.dst_address = {10, 0, 0, 2};
     const PacketKey narrow = make_key(v4);
     PacketKey wide = narrow;
-    wide.words[1] = 0x1234;                                 // breaks "fits one word"
-    wide.words[0] ^= std::rotl(uint64_t{0x1234}, 17);      // and restores the same fold
+    wide.words[1] = 0x1234;                            // breaks "fits one word"
+    wide.words[0] ^= std::rotl(uint64_t{0x1234}, 17);  // and restores the same fold
     ASSERT_EQ(fold_addresses(wide), fold_addresses(narrow));
     ASSERT_TRUE(addresses_wide(wide));
     ASSERT_NE(table.insert(narrow, 7), nullptr);  // same home slot for both

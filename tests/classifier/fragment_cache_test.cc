@@ -41,14 +41,18 @@ TEST(FragmentCache, DatagramKeyIgnoresPortsAndIngress) {
     KeyFields b = a;
     b.src_port = 0;
     b.ingress_port = 0;
-    EXPECT_EQ(FragmentCache::datagram_key(make_key(a), 9), FragmentCache::datagram_key(make_key(b), 9));
-    EXPECT_FALSE(FragmentCache::datagram_key(make_key(a), 9) == FragmentCache::datagram_key(make_key(a), 10));
+    EXPECT_EQ(FragmentCache::datagram_key(make_key(a), 9),
+              FragmentCache::datagram_key(make_key(b), 9));
+    EXPECT_FALSE(FragmentCache::datagram_key(make_key(a), 9) ==
+                 FragmentCache::datagram_key(make_key(a), 10));
 }
 
 TEST(FragmentCache, BoundedWithEviction) {
     FragmentCache cache(4);  // one set of 4 ways: every datagram competes
-    for (uint32_t id = 0; id < 4; ++id) cache.remember(datagram(id), decision(id), id, 1000);
-    for (uint32_t id = 0; id < 4; ++id) EXPECT_NE(cache.recall(datagram(id), 10), nullptr);
+    for (uint32_t id = 0; id < 4; ++id)
+        cache.remember(datagram(id), decision(id), id, 1000);
+    for (uint32_t id = 0; id < 4; ++id)
+        EXPECT_NE(cache.recall(datagram(id), 10), nullptr);
     cache.remember(datagram(99), decision(99), 10, 1000);  // evicts id 0 (expires first)
     EXPECT_EQ(cache.recall(datagram(0), 10), nullptr);
     EXPECT_NE(cache.recall(datagram(99), 10), nullptr);

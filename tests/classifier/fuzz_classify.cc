@@ -39,10 +39,9 @@ ClassifierConfig fuzz_config(bool vxlan, bool drop) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static Classifier classifiers[4] = {Classifier(fuzz_config(false, false)),
-                                        Classifier(fuzz_config(true, false)),
-                                        Classifier(fuzz_config(false, true)),
-                                        Classifier(fuzz_config(true, true))};
+    static Classifier classifiers[4] = {
+        Classifier(fuzz_config(false, false)), Classifier(fuzz_config(true, false)),
+        Classifier(fuzz_config(false, true)), Classifier(fuzz_config(true, true))};
     static uint64_t now_ns = 0;
     if (size == 0) return 0;
     const uint8_t selector = data[0];
@@ -67,8 +66,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ParserOptions options{2, bool(selector & 1), 4789, 4791};
     SimpleIpv4 simple;
     SimpleIpv6 simple6;
-    const bool took_v4 = parse_simple_ipv4(frame.get(), uint32_t(frame_size), wire, options, simple);
-    const bool took_v6 = parse_simple_ipv6(frame.get(), uint32_t(frame_size), wire, options, simple6);
+    const bool took_v4 =
+        parse_simple_ipv4(frame.get(), uint32_t(frame_size), wire, options, simple);
+    const bool took_v6 =
+        parse_simple_ipv6(frame.get(), uint32_t(frame_size), wire, options, simple6);
     if (took_v4 || took_v6) {
         ParsedPacket parsed;
         if (took_v4 && took_v6) std::abort();
@@ -90,8 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             (parsed.l3_offset != simple6.l3_offset || parsed.flow_ip_version != 6 ||
              parsed.ip_version != 6 || uint32_t{simple6.l3_offset} + 40 > frame_size ||
              parsed.vlan_id != simple6.vlan_id || parsed.roce != simple6.roce ||
-             parsed.dest_qp != simple6.dest_qp ||
-             parsed.flow_dscp != simple6.traffic_class >> 2 ||
+             parsed.dest_qp != simple6.dest_qp || parsed.flow_dscp != simple6.traffic_class >> 2 ||
              parsed.ecn != (simple6.traffic_class & 3) ||
              std::memcmp(parsed.src_address.data(), frame.get() + simple6.l3_offset + 8, 16) ||
              std::memcmp(parsed.dst_address.data(), frame.get() + simple6.l3_offset + 24, 16) ||

@@ -48,7 +48,8 @@ __attribute__((noinline)) uint64_t run_bursts(Classifier& classifier,
     uint32_t next = 0;
     for (uint32_t b = 0; b < bursts; ++b) {
         classifier.classify_burst(&pointers[next], &lengths[next], kMaxBurst, 0, 1 + b, out);
-        for (const Result& r : out) sum += r.class_id;
+        for (const Result& r : out)
+            sum += r.class_id;
         next += kMaxBurst;
         if (next + kMaxBurst > pointers.size()) next = 0;
     }

@@ -25,11 +25,12 @@ inline Ipv6Address ipv6(uint16_t first_group, uint16_t last_group) {
 }
 
 class PacketBuilder {
-public:
+  public:
     PacketBuilder& ethernet(uint16_t ether_type = 0) {
         // Byte by byte: GCC 12 warns falsely (stringop-overflow) on a range insert here.
         const uint8_t header[12] = {0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2};
-        for (uint8_t byte : header) put8(byte);
+        for (uint8_t byte : header)
+            put8(byte);
         pending_ether_type_ = bytes_.size();
         put16(ether_type);
         return *this;
@@ -55,9 +56,12 @@ public:
         put8(64);
         put8(protocol);
         put16(0);  // checksum: build()
-        for (uint8_t byte : src) put8(byte);
-        for (uint8_t byte : dst) put8(byte);
-        for (uint32_t i = 0; i < option_bytes; ++i) put8(i + 1 == option_bytes ? 0 : 1);  // NOPs, EOL
+        for (uint8_t byte : src)
+            put8(byte);
+        for (uint8_t byte : dst)
+            put8(byte);
+        for (uint32_t i = 0; i < option_bytes; ++i)
+            put8(i + 1 == option_bytes ? 0 : 1);  // NOPs, EOL
         return *this;
     }
     PacketBuilder& ipv6(Ipv6Address src, Ipv6Address dst, uint8_t next_header,
@@ -70,15 +74,18 @@ public:
         put16(0);  // payload length: build()
         put8(next_header);
         put8(64);
-        for (uint8_t byte : src) put8(byte);
-        for (uint8_t byte : dst) put8(byte);
+        for (uint8_t byte : src)
+            put8(byte);
+        for (uint8_t byte : dst)
+            put8(byte);
         return *this;
     }
     // Hop-by-hop (0), routing (43) or destination options (60): `units` × 8 bytes beyond 8.
     PacketBuilder& ipv6_option_header(uint8_t next_header, uint8_t units = 0) {
         put8(next_header);
         put8(units);
-        for (uint32_t i = 2; i < 8u * (units + 1u); ++i) put8(0);
+        for (uint32_t i = 2; i < 8u * (units + 1u); ++i)
+            put8(0);
         return *this;
     }
     PacketBuilder& ipv6_fragment(uint8_t next_header, uint16_t offset_units, bool more,
@@ -93,7 +100,8 @@ public:
     PacketBuilder& ipv6_ah(uint8_t next_header, uint8_t payload_len = 1) {
         put8(next_header);
         put8(payload_len);
-        for (uint32_t i = 2; i < 4u * (payload_len + 2u); ++i) put8(0);
+        for (uint32_t i = 2; i < 4u * (payload_len + 2u); ++i)
+            put8(0);
         return *this;
     }
     PacketBuilder& tcp(uint16_t sport, uint16_t dport, uint32_t option_bytes = 0) {
@@ -106,7 +114,8 @@ public:
         put16(65535);
         put16(0);
         put16(0);
-        for (uint32_t i = 0; i < option_bytes; ++i) put8(1);
+        for (uint32_t i = 0; i < option_bytes; ++i)
+            put8(1);
         return *this;
     }
     PacketBuilder& udp(uint16_t sport, uint16_t dport) {
@@ -152,7 +161,8 @@ public:
 
     std::vector<uint8_t> build() const {
         std::vector<uint8_t> frame = bytes_;
-        for (size_t offset : udp_offsets_) set16(frame, offset + 4, uint16_t(frame.size() - offset));
+        for (size_t offset : udp_offsets_)
+            set16(frame, offset + 4, uint16_t(frame.size() - offset));
         for (size_t offset : ipv6_offsets_) {
             set16(frame, offset + 4, uint16_t(frame.size() - offset - 40));
         }
@@ -165,7 +175,7 @@ public:
         return frame;
     }
 
-private:
+  private:
     void put8(uint8_t value) { bytes_.push_back(value); }
     void put16(uint16_t value) {
         put8(uint8_t(value >> 8));

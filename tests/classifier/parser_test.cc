@@ -35,7 +35,13 @@ ParserOptions vxlan_options() {
 
 std::vector<Case> cases() {
     std::vector<Case> all;
-    all.push_back({"ipv4_tcp", PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 6, 0x5A).tcp(40000, 8001).payload(10).build(),
+    all.push_back({"ipv4_tcp",
+                   PacketBuilder()
+                       .ethernet()
+                       .ipv4(kSrc4, kDst4, 6, 0x5A)
+                       .tcp(40000, 8001)
+                       .payload(10)
+                       .build(),
                    14 + 20 + 20, [](const ParsedPacket& p) {
                        EXPECT_EQ(p.ip_version, 4);
                        EXPECT_EQ(p.l3_offset, 14);
@@ -47,45 +53,79 @@ std::vector<Case> cases() {
                        EXPECT_EQ(p.src_address[3], 1);
                        EXPECT_EQ(p.dst_address[2], 1);
                    }});
-    all.push_back({"ipv4_options_udp", PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17, 0, 12).udp(1000, 2000).payload(4).build(),
+    all.push_back({"ipv4_options_udp",
+                   PacketBuilder()
+                       .ethernet()
+                       .ipv4(kSrc4, kDst4, 17, 0, 12)
+                       .udp(1000, 2000)
+                       .payload(4)
+                       .build(),
                    14 + 32 + 8, [](const ParsedPacket& p) {
                        EXPECT_EQ(p.ip_protocol, 17);
                        EXPECT_EQ(p.dst_port, 2000);
                    }});
-    all.push_back({"vlan_ipv4_icmp", PacketBuilder().ethernet().vlan(100).ipv4(kSrc4, kDst4, 1).icmp(8, 0).build(),
+    all.push_back({"vlan_ipv4_icmp",
+                   PacketBuilder().ethernet().vlan(100).ipv4(kSrc4, kDst4, 1).icmp(8, 0).build(),
                    14 + 4 + 20 + 4, [](const ParsedPacket& p) {
                        EXPECT_EQ(p.vlan_id, 100);
                        EXPECT_EQ(p.vlan_count, 1);
                        EXPECT_EQ(p.l3_offset, 18);
                        EXPECT_EQ(p.icmp_type, 8);
                    }});
-    all.push_back({"qinq_ipv4_tcp_options", PacketBuilder().ethernet().vlan(7, 0x88A8).vlan(300).ipv4(kSrc4, kDst4, 6).tcp(1, 2, 12).build(),
+    all.push_back({"qinq_ipv4_tcp_options",
+                   PacketBuilder()
+                       .ethernet()
+                       .vlan(7, 0x88A8)
+                       .vlan(300)
+                       .ipv4(kSrc4, kDst4, 6)
+                       .tcp(1, 2, 12)
+                       .build(),
                    14 + 8 + 20 + 32, [](const ParsedPacket& p) {
                        EXPECT_EQ(p.vlan_id, 7);
                        EXPECT_EQ(p.vlan_count, 2);
                        EXPECT_EQ(p.l3_offset, 22);
                        EXPECT_EQ(p.dst_port, 2);
                    }});
-    all.push_back({"ipv4_roce", PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17, 0x6A).udp(55555, 4791).bth(0x0A, 0xABCDEF).payload(16).build(),
+    all.push_back({"ipv4_roce",
+                   PacketBuilder()
+                       .ethernet()
+                       .ipv4(kSrc4, kDst4, 17, 0x6A)
+                       .udp(55555, 4791)
+                       .bth(0x0A, 0xABCDEF)
+                       .payload(16)
+                       .build(),
                    14 + 20 + 8 + 12, [](const ParsedPacket& p) {
                        EXPECT_TRUE(p.roce);
                        EXPECT_EQ(p.bth_opcode, 0x0A);
                        EXPECT_EQ(p.dest_qp, 0xABCDEFu);
                        EXPECT_EQ(p.dscp, 26);
                    }});
-    all.push_back({"ipv4_first_fragment", PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17, 0, 0, 77, 0, true).udp(5, 6).payload(8).build(),
+    all.push_back({"ipv4_first_fragment",
+                   PacketBuilder()
+                       .ethernet()
+                       .ipv4(kSrc4, kDst4, 17, 0, 0, 77, 0, true)
+                       .udp(5, 6)
+                       .payload(8)
+                       .build(),
                    14 + 20 + 8, [](const ParsedPacket& p) {
                        EXPECT_EQ(p.fragment, Fragment::first);
                        EXPECT_EQ(p.fragment_id, 77u);
                        EXPECT_EQ(p.dst_port, 6);
                    }});
-    all.push_back({"ipv4_later_fragment", PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17, 0, 0, 77, 3).payload(16).build(),
-                   14 + 20, [](const ParsedPacket& p) {
-                       EXPECT_EQ(p.fragment, Fragment::later);
-                       EXPECT_EQ(p.dst_port, 0);
-                       EXPECT_EQ(p.ip_protocol, 17);
-                   }});
-    all.push_back({"ipv6_tcp", PacketBuilder().ethernet().ipv6(testing::ipv6(0x2001, 1), testing::ipv6(0x2001, 2), 6, 0xB9).tcp(33000, 50051).build(),
+    all.push_back(
+        {"ipv4_later_fragment",
+         PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17, 0, 0, 77, 3).payload(16).build(),
+         14 + 20, [](const ParsedPacket& p) {
+             EXPECT_EQ(p.fragment, Fragment::later);
+             EXPECT_EQ(p.dst_port, 0);
+             EXPECT_EQ(p.ip_protocol, 17);
+         }});
+    all.push_back({"ipv6_tcp",
+                   PacketBuilder()
+                       .ethernet()
+                       .ipv6(testing::ipv6(0x2001, 1), testing::ipv6(0x2001, 2), 6, 0xB9)
+                       .tcp(33000, 50051)
+                       .build(),
                    14 + 40 + 20, [](const ParsedPacket& p) {
                        EXPECT_EQ(p.ip_version, 6);
                        EXPECT_EQ(p.dscp, 0xB9 >> 2);
@@ -94,31 +134,64 @@ std::vector<Case> cases() {
                        EXPECT_EQ(p.src_address[0], 0x20);
                        EXPECT_EQ(p.dst_address[15], 2);
                    }});
-    all.push_back({"ipv6_ext_chain_udp", PacketBuilder().ethernet().ipv6(testing::ipv6(0xfd00, 1), testing::ipv6(0xfd00, 2), 0)
-                                              .ipv6_option_header(43, 1).ipv6_option_header(51).ipv6_ah(60).ipv6_option_header(17).udp(9, 10).build(),
+    all.push_back({"ipv6_ext_chain_udp",
+                   PacketBuilder()
+                       .ethernet()
+                       .ipv6(testing::ipv6(0xfd00, 1), testing::ipv6(0xfd00, 2), 0)
+                       .ipv6_option_header(43, 1)
+                       .ipv6_option_header(51)
+                       .ipv6_ah(60)
+                       .ipv6_option_header(17)
+                       .udp(9, 10)
+                       .build(),
                    14 + 40 + 16 + 8 + 12 + 8 + 8, [](const ParsedPacket& p) {
                        EXPECT_EQ(p.ip_protocol, 17);
                        EXPECT_EQ(p.src_port, 9);
                        EXPECT_EQ(p.dst_port, 10);
                    }});
-    all.push_back({"ipv6_first_fragment_tcp", PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44).ipv6_fragment(6, 0, true, 0xDEADBEEF).tcp(80, 8080).build(),
+    all.push_back({"ipv6_first_fragment_tcp",
+                   PacketBuilder()
+                       .ethernet()
+                       .ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 44)
+                       .ipv6_fragment(6, 0, true, 0xDEADBEEF)
+                       .tcp(80, 8080)
+                       .build(),
                    14 + 40 + 8 + 20, [](const ParsedPacket& p) {
                        EXPECT_EQ(p.fragment, Fragment::first);
                        EXPECT_EQ(p.fragment_id, 0xDEADBEEFu);
                        EXPECT_EQ(p.dst_port, 8080);
                    }});
-    all.push_back({"ipv6_later_fragment", PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 0).ipv6_option_header(44).ipv6_fragment(6, 100, false, 5).payload(24).build(),
+    all.push_back({"ipv6_later_fragment",
+                   PacketBuilder()
+                       .ethernet()
+                       .ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 0)
+                       .ipv6_option_header(44)
+                       .ipv6_fragment(6, 100, false, 5)
+                       .payload(24)
+                       .build(),
                    14 + 40 + 8 + 8, [](const ParsedPacket& p) {
                        EXPECT_EQ(p.fragment, Fragment::later);
                        EXPECT_EQ(p.ip_protocol, 6);
                        EXPECT_EQ(p.fragment_id, 5u);
                    }});
-    all.push_back({"ipv6_icmpv6", PacketBuilder().ethernet().vlan(5).ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 58).icmp(128, 0).build(),
+    all.push_back({"ipv6_icmpv6",
+                   PacketBuilder()
+                       .ethernet()
+                       .vlan(5)
+                       .ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 58)
+                       .icmp(128, 0)
+                       .build(),
                    14 + 4 + 40 + 4, [](const ParsedPacket& p) {
                        EXPECT_EQ(p.icmp_type, 128);
                        EXPECT_EQ(p.l3_offset, 18);
                    }});
-    all.push_back({"ipv6_roce", PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 17, 0x68).udp(1234, 4791).bth(0x04, 77).build(),
+    all.push_back({"ipv6_roce",
+                   PacketBuilder()
+                       .ethernet()
+                       .ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 17, 0x68)
+                       .udp(1234, 4791)
+                       .bth(0x04, 77)
+                       .build(),
                    14 + 40 + 8 + 12, [](const ParsedPacket& p) {
                        EXPECT_TRUE(p.roce);
                        EXPECT_EQ(p.dest_qp, 77u);
@@ -129,21 +202,39 @@ std::vector<Case> cases() {
 // VXLAN cases need vxlan_inner on.
 std::vector<Case> vxlan_cases() {
     std::vector<Case> all;
-    all.push_back({"vxlan_ipv4_tcp", PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17, 0x02).udp(60000, 4789).vxlan(4242)
-                                         .ethernet().vlan(9).ipv4({192, 168, 0, 1}, {192, 168, 0, 2}, 6, 0xB8).tcp(5000, 8000).build(),
+    all.push_back({"vxlan_ipv4_tcp",
+                   PacketBuilder()
+                       .ethernet()
+                       .ipv4(kSrc4, kDst4, 17, 0x02)
+                       .udp(60000, 4789)
+                       .vxlan(4242)
+                       .ethernet()
+                       .vlan(9)
+                       .ipv4({192, 168, 0, 1}, {192, 168, 0, 2}, 6, 0xB8)
+                       .tcp(5000, 8000)
+                       .build(),
                    14 + 20 + 8 + 8 + 14 + 4 + 20 + 20, [](const ParsedPacket& p) {
                        EXPECT_TRUE(p.vxlan);
                        EXPECT_EQ(p.vni, 4242u);
-                       EXPECT_EQ(p.l3_offset, 14);       // outer: for ECN marking
+                       EXPECT_EQ(p.l3_offset, 14);  // outer: for ECN marking
                        EXPECT_EQ(p.ecn, 2);
                        EXPECT_EQ(p.flow_l3_offset, 68);  // inner
                        EXPECT_EQ(p.flow_dscp, 46);
                        EXPECT_EQ(p.dst_address[0], 192);
                        EXPECT_EQ(p.dst_port, 8000);
-                       EXPECT_EQ(p.vlan_id, 0);          // VLAN is the outer frame's
+                       EXPECT_EQ(p.vlan_id, 0);  // VLAN is the outer frame's
                    }});
-    all.push_back({"vxlan_ipv6_roce", PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 17).udp(1, 4789).vxlan(1)
-                                          .ethernet().ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17).udp(7, 4791).bth(0x11, 0x123).build(),
+    all.push_back({"vxlan_ipv6_roce",
+                   PacketBuilder()
+                       .ethernet()
+                       .ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 17)
+                       .udp(1, 4789)
+                       .vxlan(1)
+                       .ethernet()
+                       .ipv4({1, 1, 1, 1}, {2, 2, 2, 2}, 17)
+                       .udp(7, 4791)
+                       .bth(0x11, 0x123)
+                       .build(),
                    14 + 40 + 8 + 8 + 14 + 20 + 8 + 12, [](const ParsedPacket& p) {
                        EXPECT_EQ(p.ip_version, 6);
                        EXPECT_EQ(p.flow_ip_version, 4);
@@ -179,11 +270,13 @@ void check_all_truncations(const Case& c, const ParserOptions& options) {
 }
 
 TEST(Parser, EveryHeaderCombinationAndEveryTruncation) {
-    for (const Case& c : cases()) check_all_truncations(c, ParserOptions{});
+    for (const Case& c : cases())
+        check_all_truncations(c, ParserOptions{});
 }
 
 TEST(Parser, VxlanInnerAndEveryTruncation) {
-    for (const Case& c : vxlan_cases()) check_all_truncations(c, vxlan_options());
+    for (const Case& c : vxlan_cases())
+        check_all_truncations(c, vxlan_options());
 }
 
 // The fields parse_simple_ipv4 and parse_simple_ipv6 share must be what parse_packet reports.
@@ -229,10 +322,10 @@ bool simple_agrees(const uint8_t* data, uint32_t header_bytes, uint32_t wire_len
         expect_common_fields(p, v6);
         // The caller reads the addresses at l3_offset + 8: readable, and parse_packet's.
         EXPECT_LE(uint32_t{v6.l3_offset} + 40, header_bytes);
-        EXPECT_TRUE(std::equal(p.src_address.begin(), p.src_address.end(),
-                               data + v6.l3_offset + 8));
-        EXPECT_TRUE(std::equal(p.dst_address.begin(), p.dst_address.end(),
-                               data + v6.l3_offset + 24));
+        EXPECT_TRUE(
+            std::equal(p.src_address.begin(), p.src_address.end(), data + v6.l3_offset + 8));
+        EXPECT_TRUE(
+            std::equal(p.dst_address.begin(), p.dst_address.end(), data + v6.l3_offset + 24));
     }
     return true;
 }
@@ -243,7 +336,8 @@ TEST(Parser, SimpleIpPathsAgreeWithFullParser) {
     for (const bool vxlan : {false, true}) {
         const ParserOptions options = vxlan ? vxlan_options() : ParserOptions{};
         std::vector<Case> all = cases();
-        for (Case& c : vxlan_cases()) all.push_back(std::move(c));
+        for (Case& c : vxlan_cases())
+            all.push_back(std::move(c));
         for (const Case& c : all) {
             SCOPED_TRACE(c.name);
             const uint32_t size = uint32_t(c.frame.size());
@@ -271,34 +365,46 @@ TEST(Parser, SimpleIpPathsAgreeWithFullParser) {
     // vxlan_inner) VXLAN never do.
     const auto tcp = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
     EXPECT_TRUE(simple_agrees(tcp.data(), uint32_t(tcp.size()), uint32_t(tcp.size()), {}));
-    const auto roce = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17).udp(1, 4791).bth(4, 9).build();
+    const auto roce =
+        PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17).udp(1, 4791).bth(4, 9).build();
     EXPECT_TRUE(simple_agrees(roce.data(), uint32_t(roce.size()), uint32_t(roce.size()), {}));
     SimpleIpv4 simple;
-    ASSERT_TRUE(parse_simple_ipv4(roce.data(), uint32_t(roce.size()), uint32_t(roce.size()), {},
-                                  simple));
+    ASSERT_TRUE(
+        parse_simple_ipv4(roce.data(), uint32_t(roce.size()), uint32_t(roce.size()), {}, simple));
     EXPECT_TRUE(simple.roce);
     EXPECT_EQ(simple.dest_qp, 9u);
-    const auto tagged = PacketBuilder().ethernet().vlan(300).ipv4(kSrc4, kDst4, 6)
-                            .tcp(1, 2).build();
+    const auto tagged =
+        PacketBuilder().ethernet().vlan(300).ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
     EXPECT_TRUE(simple_agrees(tagged.data(), uint32_t(tagged.size()), uint32_t(tagged.size()), {}));
-    ASSERT_TRUE(parse_simple_ipv4(tagged.data(), uint32_t(tagged.size()),
-                                  uint32_t(tagged.size()), {}, simple));
+    ASSERT_TRUE(parse_simple_ipv4(tagged.data(), uint32_t(tagged.size()), uint32_t(tagged.size()),
+                                  {}, simple));
     EXPECT_EQ(simple.vlan_id, 300);
     EXPECT_EQ(simple.l3_offset, 18);
-    const auto stacked = PacketBuilder().ethernet().vlan(10, 0x88A8).vlan(300)
-                             .ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
-    EXPECT_TRUE(simple_agrees(stacked.data(), uint32_t(stacked.size()),
-                              uint32_t(stacked.size()), {}));
+    const auto stacked = PacketBuilder()
+                             .ethernet()
+                             .vlan(10, 0x88A8)
+                             .vlan(300)
+                             .ipv4(kSrc4, kDst4, 6)
+                             .tcp(1, 2)
+                             .build();
+    EXPECT_TRUE(
+        simple_agrees(stacked.data(), uint32_t(stacked.size()), uint32_t(stacked.size()), {}));
     ASSERT_TRUE(parse_simple_ipv4(stacked.data(), uint32_t(stacked.size()),
                                   uint32_t(stacked.size()), {}, simple));
     EXPECT_EQ(simple.vlan_id, 10);  // the outer tag, as parse_packet
     EXPECT_EQ(simple.l3_offset, 22);
     ParserOptions one_tag;
     one_tag.max_vlan_depth = 1;  // QinQ is then malformed (vlan_too_deep): the full parser's call
-    EXPECT_FALSE(simple_agrees(stacked.data(), uint32_t(stacked.size()),
-                               uint32_t(stacked.size()), one_tag));
-    const auto three = PacketBuilder().ethernet().vlan(1, 0x88A8).vlan(2).vlan(3)
-                           .ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
+    EXPECT_FALSE(
+        simple_agrees(stacked.data(), uint32_t(stacked.size()), uint32_t(stacked.size()), one_tag));
+    const auto three = PacketBuilder()
+                           .ethernet()
+                           .vlan(1, 0x88A8)
+                           .vlan(2)
+                           .vlan(3)
+                           .ipv4(kSrc4, kDst4, 6)
+                           .tcp(1, 2)
+                           .build();
     EXPECT_FALSE(simple_agrees(three.data(), uint32_t(three.size()), uint32_t(three.size()), {}));
     const auto vxlan = vxlan_cases()[0].frame;
     EXPECT_FALSE(simple_agrees(vxlan.data(), uint32_t(vxlan.size()), uint32_t(vxlan.size()),
@@ -317,8 +423,8 @@ TEST(Parser, SimpleIpPathsAgreeWithFullParser) {
     ASSERT_TRUE(accepted_v6(PacketBuilder().ethernet().ipv6(a, b, 6, 0xB9).tcp(1, 2).build()));
     EXPECT_EQ(v6.traffic_class, 0xB9);
     EXPECT_EQ(v6.l3_offset, 14);
-    ASSERT_TRUE(accepted_v6(PacketBuilder().ethernet().vlan(7).ipv6(a, b, 17).udp(3, 4791)
-                                .bth(4, 77).build()));
+    ASSERT_TRUE(accepted_v6(
+        PacketBuilder().ethernet().vlan(7).ipv6(a, b, 17).udp(3, 4791).bth(4, 77).build()));
     EXPECT_TRUE(v6.roce);
     EXPECT_EQ(v6.dest_qp, 77u);
     EXPECT_EQ(v6.l3_offset, 18);
@@ -327,7 +433,8 @@ TEST(Parser, SimpleIpPathsAgreeWithFullParser) {
          {PacketBuilder().ethernet().ipv6(a, b, 0).ipv6_option_header(6).tcp(1, 2).build(),
           PacketBuilder().ethernet().ipv6(a, b, 44).ipv6_fragment(6, 0, true, 9).tcp(1, 2).build(),
           PacketBuilder().ethernet().ipv6(a, b, 58).icmp(128, 0).build()}) {
-        EXPECT_FALSE(simple_agrees(frame.data(), uint32_t(frame.size()), uint32_t(frame.size()), {}));
+        EXPECT_FALSE(
+            simple_agrees(frame.data(), uint32_t(frame.size()), uint32_t(frame.size()), {}));
     }
     auto jumbogram = PacketBuilder().ethernet().ipv6(a, b, 6).tcp(1, 2).build();
     jumbogram[14 + 4] = jumbogram[14 + 5] = 0;
@@ -362,7 +469,14 @@ TEST(Parser, MalformedReasons) {
     auto reason_of = [&](std::vector<uint8_t> frame) {
         return parse_packet(frame.data(), uint32_t(frame.size()), options, parsed);
     };
-    EXPECT_EQ(reason_of(PacketBuilder().ethernet().vlan(1).vlan(2).vlan(3).ipv4(kSrc4, kDst4, 6).tcp(1, 2).build()),
+    EXPECT_EQ(reason_of(PacketBuilder()
+                            .ethernet()
+                            .vlan(1)
+                            .vlan(2)
+                            .vlan(3)
+                            .ipv4(kSrc4, kDst4, 6)
+                            .tcp(1, 2)
+                            .build()),
               MalformedReason::vlan_too_deep);
     auto frame = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 6).tcp(1, 2).build();
     frame[14] = 0x44;  // IHL 4
@@ -379,15 +493,27 @@ TEST(Parser, MalformedReasons) {
     frame = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17).udp(1, 2).payload(4).build();
     frame[14 + 20 + 5] = 7;  // UDP length 7
     EXPECT_EQ(reason_of(frame), MalformedReason::udp_bad_length);
-    frame = PacketBuilder().ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 6).tcp(1, 2).build();
+    frame = PacketBuilder()
+                .ethernet()
+                .ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 6)
+                .tcp(1, 2)
+                .build();
     frame[14] = 0x40;
     EXPECT_EQ(reason_of(frame), MalformedReason::ipv6_bad_version);
     PacketBuilder deep;
     deep.ethernet().ipv6(testing::ipv6(1, 1), testing::ipv6(1, 2), 60);
-    for (unsigned i = 0; i < kMaxIpv6ExtensionHeaders; ++i) deep.ipv6_option_header(60);
+    for (unsigned i = 0; i < kMaxIpv6ExtensionHeaders; ++i)
+        deep.ipv6_option_header(60);
     deep.ipv6_option_header(6).tcp(1, 2);
     EXPECT_EQ(reason_of(deep.build()), MalformedReason::ipv6_ext_too_deep);
-    frame = PacketBuilder().ethernet().ipv4(kSrc4, kDst4, 17).udp(1, 4789).vxlan(1, 0x00).ethernet().payload(30).build();
+    frame = PacketBuilder()
+                .ethernet()
+                .ipv4(kSrc4, kDst4, 17)
+                .udp(1, 4789)
+                .vxlan(1, 0x00)
+                .ethernet()
+                .payload(30)
+                .build();
     EXPECT_EQ(parse_packet(frame.data(), uint32_t(frame.size()), vxlan_options(), parsed),
               MalformedReason::vxlan_bad_flags);
     // Ethernet padding after a short IP packet is fine.

@@ -130,8 +130,8 @@ TEST(RuleTable, RoceQueuePairRanges) {
     f.ip_protocol = 17;
     f.dst_port = 4791;
     f.roce = true;
-    const std::pair<uint32_t, uint32_t> expectations[] = {
-        {0xFF, 2}, {0x100, 0}, {0x1FF, 0}, {0x200, 1}, {0x2FE, 1}, {0x2FF, 2}};
+    const std::pair<uint32_t, uint32_t> expectations[] = {{0xFF, 2},  {0x100, 0}, {0x1FF, 0},
+                                                          {0x200, 1}, {0x2FE, 1}, {0x2FF, 2}};
     for (auto [qp, expected] : expectations) {
         f.dest_qp = qp;
         EXPECT_EQ(both(rules, make_key(f)), expected) << qp;
@@ -172,8 +172,10 @@ TEST(RuleTable, AgreesWithLinearOnRandomTables) {
             if (pick(4) == 0) rule.match.vlan_id = uint16_t(pick(3));
             if (pick(2) == 0) {
                 const uint8_t length = uint8_t(pick(33));
-                IpPrefix prefix = prefix4(10, uint8_t(pick(4)), uint8_t(pick(4)), uint8_t(pick(4)), 32);
-                for (unsigned bit = length; bit < 32; ++bit) prefix.address[bit / 8] &= uint8_t(~(0x80u >> (bit % 8)));
+                IpPrefix prefix =
+                    prefix4(10, uint8_t(pick(4)), uint8_t(pick(4)), uint8_t(pick(4)), 32);
+                for (unsigned bit = length; bit < 32; ++bit)
+                    prefix.address[bit / 8] &= uint8_t(~(0x80u >> (bit % 8)));
                 prefix.length = length;
                 rule.match.dst = prefix;
             }
@@ -183,7 +185,8 @@ TEST(RuleTable, AgreesWithLinearOnRandomTables) {
                 const uint16_t first = uint16_t(pick(40));
                 rule.match.dst_ports = {first, uint16_t(first + pick(20))};
             }
-            if (pick(4) == 0) rule.match.src_ports = {uint16_t(pick(8) * 8), uint16_t(pick(8) * 8 + 7)};
+            if (pick(4) == 0)
+                rule.match.src_ports = {uint16_t(pick(8) * 8), uint16_t(pick(8) * 8 + 7)};
             if (pick(5) == 0) rule.match.dscp = uint8_t(pick(4));
             if (pick(6) == 0) rule.match.dest_qp = {pick(16), 16 + pick(16)};
         }

@@ -3,10 +3,9 @@
 // which one the classifier should use. Lookups are batched 32 keys per call for both (rte_acl
 // is built for batches). The only classifier binary that links DPDK; it initialises EAL without
 // hugepages or devices (--no-huge --no-pci --no-shconf).
+#include <benchmark/benchmark.h>
 #include <rte_acl.h>
 #include <rte_eal.h>
-
-#include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -65,7 +64,8 @@ std::vector<Rule> five_tuple_rules(uint32_t count) {
         rule.match.dst = prefix_of((10u << 24) | (rng() & 0xFFFFFF), uint8_t(i % 3 == 0 ? 24 : 32));
         if (i % 5 == 0) rule.match.src = prefix_of((192u << 24) | (rng() & 0xFFFF00), 16);
         const uint16_t port = uint16_t(1024 + rng() % 30000);
-        rule.match.dst_ports = i % 4 == 0 ? PortRange{port, uint16_t(port + 100)} : PortRange{port, port};
+        rule.match.dst_ports =
+            i % 4 == 0 ? PortRange{port, uint16_t(port + 100)} : PortRange{port, port};
     }
     return rules;
 }
@@ -77,11 +77,13 @@ std::vector<FiveTuple> lookup_tuples(const std::vector<Rule>& rules) {
         // Half aimed at a rule's destination/port, half random: both hits and misses.
         const Rule& rule = rules[rng() % rules.size()];
         const auto& a = rule.match.dst->address;
-        const uint32_t dst = (uint32_t{a[0]} << 24) | (uint32_t{a[1]} << 16) | (uint32_t{a[2]} << 8) | a[3];
+        const uint32_t dst =
+            (uint32_t{a[0]} << 24) | (uint32_t{a[1]} << 16) | (uint32_t{a[2]} << 8) | a[3];
         const bool aimed = rng() % 2 == 0;
         t.protocol = rule.match.ip_protocol.value_or(6);
         t.src = (192u << 24) | (rng() & 0xFFFFFF);
-        t.dst = aimed ? dst | (rule.match.dst->length == 24 ? rng() & 0xFF : 0) : (10u << 24) | (rng() & 0xFFFFFF);
+        t.dst = aimed ? dst | (rule.match.dst->length == 24 ? rng() & 0xFF : 0)
+                      : (10u << 24) | (rng() & 0xFFFFFF);
         t.src_port = uint16_t(rng());
         t.dst_port = aimed ? rule.match.dst_ports.first : uint16_t(rng());
     }
@@ -92,8 +94,10 @@ PacketKey key_of(const FiveTuple& t) {
     KeyFields f;
     f.ip_version = 4;
     f.ip_protocol = t.protocol;
-    f.src_address = {uint8_t(t.src >> 24), uint8_t(t.src >> 16), uint8_t(t.src >> 8), uint8_t(t.src)};
-    f.dst_address = {uint8_t(t.dst >> 24), uint8_t(t.dst >> 16), uint8_t(t.dst >> 8), uint8_t(t.dst)};
+    f.src_address = {uint8_t(t.src >> 24), uint8_t(t.src >> 16), uint8_t(t.src >> 8),
+                     uint8_t(t.src)};
+    f.dst_address = {uint8_t(t.dst >> 24), uint8_t(t.dst >> 16), uint8_t(t.dst >> 8),
+                     uint8_t(t.dst)};
     f.src_port = t.src_port;
     f.dst_port = t.dst_port;
     return make_key(f);
@@ -103,11 +107,13 @@ void BM_Compiled(benchmark::State& state) {
     const std::vector<Rule> rules = five_tuple_rules(uint32_t(state.range(0)));
     const CompiledRuleTable table = CompiledRuleTable::build(rules, 1);
     std::vector<PacketKey> keys;
-    for (const FiveTuple& t : lookup_tuples(rules)) keys.push_back(key_of(t));
+    for (const FiveTuple& t : lookup_tuples(rules))
+        keys.push_back(key_of(t));
     uint32_t results[kBatch];
     uint32_t next = 0;
     for (auto _ : state) {
-        for (uint32_t i = 0; i < kBatch; ++i) results[i] = table.match(keys[next + i]);
+        for (uint32_t i = 0; i < kBatch; ++i)
+            results[i] = table.match(keys[next + i]);
         benchmark::DoNotOptimize(results);
         next = (next + kBatch) % kKeys;
     }
@@ -141,7 +147,8 @@ rte_acl_ctx* build_acl(const std::vector<Rule>& rules, const std::string& name) 
         auto set_prefix = [](rte_acl_field& field, const std::optional<IpPrefix>& prefix) {
             if (!prefix) return;
             const auto& a = prefix->address;
-            field.value.u32 = (uint32_t{a[0]} << 24) | (uint32_t{a[1]} << 16) | (uint32_t{a[2]} << 8) | a[3];
+            field.value.u32 =
+                (uint32_t{a[0]} << 24) | (uint32_t{a[1]} << 16) | (uint32_t{a[2]} << 8) | a[3];
             field.mask_range.u32 = prefix->length;
         };
         set_prefix(out.field[1], rule.match.src);
@@ -179,7 +186,8 @@ void BM_RteAcl(benchmark::State& state) {
         tuples.push_back({t.protocol, __builtin_bswap32(t.src), __builtin_bswap32(t.dst),
                           __builtin_bswap16(t.src_port), __builtin_bswap16(t.dst_port)});
     }
-    for (const AclTuple& t : tuples) data.push_back(reinterpret_cast<const uint8_t*>(&t));
+    for (const AclTuple& t : tuples)
+        data.push_back(reinterpret_cast<const uint8_t*>(&t));
     // Agreement check (untimed): both engines must pick the same rule for every key.
     const CompiledRuleTable table = CompiledRuleTable::build(rules, 1);
     std::vector<uint32_t> all(kKeys);
@@ -212,8 +220,8 @@ BENCHMARK(BM_RteAcl)->Arg(10)->Arg(1000)->Arg(10000);
 int main(int argc, char** argv) {
     // --no-shconf: no shared runtime files, so parallel runs cannot collide (DPDK 22.11
     // refuses --in-memory together with --no-huge).
-    const char* eal_args[] = {"classifier_acl_bench", "--no-huge", "-m", "512", "--no-pci",
-                              "--no-shconf", "--log-level=error", "-l", "0"};
+    const char* eal_args[] = {"classifier_acl_bench", "--no-huge",         "-m", "512", "--no-pci",
+                              "--no-shconf",          "--log-level=error", "-l", "0"};
     if (rte_eal_init(int(std::size(eal_args)), const_cast<char**>(eal_args)) < 0) {
         std::fprintf(stderr, "classifier_acl_bench: EAL init failed\n");
         return 1;

@@ -1,12 +1,12 @@
 // Policy -> sched::TreeSpec per egress port and classifier::ClassifierConfig.
 #include "conf/compile.h"
-#include "conf/load_policy.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
+#include "conf/load_policy.h"
 #include "sched/scheduler.h"
 #include "tests/conf/policy_test_util.h"
 

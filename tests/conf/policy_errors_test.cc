@@ -685,8 +685,9 @@ TEST(PolicyErrors, ADanglingLinkSaysWhereItPoints) {
     const PolicyResult result = load_policy(link);
     ASSERT_EQ(result.errors.size(), 1u);
     EXPECT_EQ(result.errors[0].to_string(),
-              link + ": a symbolic link to '/nonexistent/twinlane/next.yaml', which does not "
-                     "exist (dangling link)");
+              link +
+                  ": a symbolic link to '/nonexistent/twinlane/next.yaml', which does not "
+                  "exist (dangling link)");
     unlink(link.c_str());
 }
 
@@ -697,7 +698,8 @@ TEST(PolicyErrors, NestingDeeperThanTheBoundIsNamed) {
     expect_error(deep_flow, "", 1, 4 + kMaxYamlDepth - 1,
                  "nests collections deeper than 64 levels");
     std::string block = "a:\n";
-    for (int i = 1; i <= 600; ++i) block += std::string(2 * i, ' ') + "b:\n";
+    for (int i = 1; i <= 600; ++i)
+        block += std::string(2 * i, ' ') + "b:\n";
     block += std::string(1202, ' ') + "c: 1\n";
     const PolicyResult deep_block = parse(block);
     ASSERT_EQ(deep_block.errors.size(), 1u) << testing::describe(deep_block);
@@ -725,7 +727,8 @@ TEST(PolicyErrors, AFileLargerThanTheBoundIsRefused) {
     {
         std::ofstream out(path, std::ios::binary | std::ios::trunc);
         const std::string comment_line(1023, '#');
-        for (uint64_t i = 0; i <= kMaxPolicyFileBytes / 1024; ++i) out << comment_line << '\n';
+        for (uint64_t i = 0; i <= kMaxPolicyFileBytes / 1024; ++i)
+            out << comment_line << '\n';
     }
     const PolicyResult result = load_policy(path);
     ASSERT_EQ(result.errors.size(), 1u);

@@ -1,6 +1,8 @@
 // The control server's protocol and robustness against a FakeDaemonApi: valid and pipelined
 // requests, every kind of bad input answered with an error while the connection keeps
 // working, disconnects mid-line, several clients, socket file handling.
+#include "control/control_server.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -9,7 +11,6 @@
 #include <thread>
 
 #include "control/control_client.h"
-#include "control/control_server.h"
 #include "control/protocol.h"
 #include "fake_daemon_api.h"
 #include "socket_test_util.h"
@@ -23,7 +24,7 @@ using testing::RawClient;
 using testing::TempDir;
 
 class ControlServerTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         ASSERT_FALSE(dir_.path().empty());
         socket_path_ = dir_.path() + "/run/twinlane.sock";
@@ -97,8 +98,8 @@ TEST_F(ControlServerTest, BadRequestsGetErrorsAndTheConnectionKeepsWorking) {
          "missing argument 'value'", 9},
         {R"({"version":1,"id":10,"command":"status","args":{"verbose":true}})",
          "unknown argument 'verbose'", 10},
-        {R"({"version":1,"id":11,"command":"policy.load","args":{"path":"rel.yaml"}})",
-         "absolute", 11},
+        {R"({"version":1,"id":11,"command":"policy.load","args":{"path":"rel.yaml"}})", "absolute",
+         11},
         {R"({"version":1,"id":12,"command":"status","extra":1})", "unknown request field", 12},
         {std::string("{\"version\":1,\"id\":13,\"command\":\"\xff\xfe\"}"), "", nullptr},
     };
@@ -112,8 +113,8 @@ TEST_F(ControlServerTest, BadRequestsGetErrorsAndTheConnectionKeepsWorking) {
         }
     }
     // A failure from the API itself carries its details.
-    const json rejected = ask(
-        client, R"({"version":1,"id":20,"command":"rules.add","args":{"rule":"{name: x}"}})");
+    const json rejected =
+        ask(client, R"({"version":1,"id":20,"command":"rules.add","args":{"rule":"{name: x}"}})");
     EXPECT_EQ(rejected["ok"], false);
     EXPECT_EQ(rejected["error"], "rule rejected");
     EXPECT_EQ(rejected["details"][0], "classifier.rules[0].priority: bad");
@@ -150,8 +151,8 @@ TEST_F(ControlServerTest, ClientDisconnectMidLineDoesNotDisturbOthers) {
     {
         // Disconnects with a reply pending that it will never read.
         RawClient rude(socket_path_);
-        ASSERT_TRUE(rude.send_all(std::string(R"({"version":1,"id":1,"command":"policy.show"})") +
-                                  "\n"));
+        ASSERT_TRUE(
+            rude.send_all(std::string(R"({"version":1,"id":1,"command":"policy.show"})") + "\n"));
         rude.close_now();
     }
     EXPECT_EQ(ask(steady, R"({"version":1,"id":9,"command":"status"})")["ok"], true);
@@ -161,7 +162,8 @@ TEST_F(ControlServerTest, ClientDisconnectMidLineDoesNotDisturbOthers) {
 
 TEST_F(ControlServerTest, CommandsReachTheApiWithTheirArguments) {
     RawClient client(socket_path_);
-    ask(client, R"({"version":1,"id":1,"command":"class.set","args":{"class":"training","key":"rate","value":"8G"}})");
+    ask(client,
+        R"({"version":1,"id":1,"command":"class.set","args":{"class":"training","key":"rate","value":"8G"}})");
     ask(client, R"({"version":1,"id":2,"command":"flows","args":{"top":3}})");
     ask(client, R"({"version":1,"id":3,"command":"policy.load","args":{"path":"/etc/t.yaml"}})");
     ask(client, R"({"version":1,"id":4,"command":"log.set","args":{"level":"debug"}})");
@@ -197,7 +199,7 @@ TEST(PolicyLoadRights, TheRequesterMustBeAbleToReadTheFile) {
                                    std::to_string(stranger) + ")"),
               std::string::npos)
         << refused.error();
-    EXPECT_TRUE(api.calls().empty());  // never reached the loader
+    EXPECT_TRUE(api.calls().empty());                        // never reached the loader
     EXPECT_TRUE(load_as(stranger, st.st_gid, 0640).ok());    // its group may read
     EXPECT_FALSE(load_as(stranger, st.st_gid, 0600).ok());   // but not here
     EXPECT_TRUE(load_as(stranger, other_group, 0644).ok());  // anyone may read

@@ -14,7 +14,7 @@
 namespace twinlane::control::testing {
 
 class FakeDaemonApi : public DaemonApi {
-public:
+  public:
     ApiResult status() override {
         record("status");
         return ApiResult::success({{"version", "test"},
@@ -28,31 +28,45 @@ public:
     ApiResult stats(StatsScope scope) override {
         record("stats");
         switch (scope) {
-        case StatsScope::ports:
-            return ApiResult::success(nlohmann::json::array(
-                {{{"name", "west"}, {"port_id", 0}, {"rx_packets", 10}, {"rx_bytes", 1000},
-                  {"tx_packets", 9}, {"tx_bytes", 900}, {"rx_dropped", 1}, {"tx_dropped", 0},
-                  {"rx_bits_per_sec", 8000}, {"tx_bits_per_sec", 7200}}}));
-        case StatsScope::classes: {
-            nlohmann::json classes = nlohmann::json::array();
-            for (const char* name : {"inference", "training"}) {
-                classes.push_back({{"name", name},
-                                   {"class_id", classes.size()},
-                                   {"classified_packets", 100},
-                                   {"classified_bytes", 10'000},
-                                   {"malformed_drops", 0},
-                                   {"queue", queue_counters_to_json(counters())}});
+            case StatsScope::ports:
+                return ApiResult::success(nlohmann::json::array({{{"name", "west"},
+                                                                  {"port_id", 0},
+                                                                  {"rx_packets", 10},
+                                                                  {"rx_bytes", 1000},
+                                                                  {"tx_packets", 9},
+                                                                  {"tx_bytes", 900},
+                                                                  {"rx_dropped", 1},
+                                                                  {"tx_dropped", 0},
+                                                                  {"rx_bits_per_sec", 8000},
+                                                                  {"tx_bits_per_sec", 7200}}}));
+            case StatsScope::classes: {
+                nlohmann::json classes = nlohmann::json::array();
+                for (const char* name : {"inference", "training"}) {
+                    classes.push_back({{"name", name},
+                                       {"class_id", classes.size()},
+                                       {"classified_packets", 100},
+                                       {"classified_bytes", 10'000},
+                                       {"malformed_drops", 0},
+                                       {"queue", queue_counters_to_json(counters())}});
+                }
+                return ApiResult::success(std::move(classes));
             }
-            return ApiResult::success(std::move(classes));
-        }
-        case StatsScope::queues:
-            return ApiResult::success(nlohmann::json::array(
-                {{{"port", "east"}, {"node", "root"}, {"parent", ""}, {"kind", "strict"},
-                  {"leaf", false}, {"class", nullptr},
-                  {"counters", queue_counters_to_json(counters())}},
-                 {{"port", "east"}, {"node", "weird\"name\\"}, {"parent", "root"},
-                  {"kind", "fifo"}, {"leaf", true}, {"class", "inference"},
-                  {"counters", queue_counters_to_json(counters())}}}));
+            case StatsScope::queues:
+                return ApiResult::success(
+                    nlohmann::json::array({{{"port", "east"},
+                                            {"node", "root"},
+                                            {"parent", ""},
+                                            {"kind", "strict"},
+                                            {"leaf", false},
+                                            {"class", nullptr},
+                                            {"counters", queue_counters_to_json(counters())}},
+                                           {{"port", "east"},
+                                            {"node", "weird\"name\\"},
+                                            {"parent", "root"},
+                                            {"kind", "fifo"},
+                                            {"leaf", true},
+                                            {"class", "inference"},
+                                            {"counters", queue_counters_to_json(counters())}}}));
         }
         return ApiResult::failure("scope");
     }
@@ -74,8 +88,7 @@ public:
     }
     ApiResult class_set(std::string_view cls, std::string_view key,
                         std::string_view value) override {
-        record("class.set " + std::string(cls) + " " + std::string(key) + " " +
-               std::string(value));
+        record("class.set " + std::string(cls) + " " + std::string(key) + " " + std::string(value));
         return ApiResult::success({{"policy_epoch", 4}});
     }
     ApiResult policy_load(const std::string& path) override {
@@ -119,7 +132,7 @@ public:
         return calls_;
     }
 
-private:
+  private:
     void record(std::string call) {
         std::lock_guard lock(mutex_);
         calls_.push_back(std::move(call));

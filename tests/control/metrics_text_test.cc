@@ -2,6 +2,8 @@
 // 0.0.4 grammar; samples of a family follow its HELP/TYPE; histograms are cumulative with
 // _count equal to the +Inf bucket; label values are escaped. Also the same text over HTTP, and
 // the HTTP server's bounds on slow, idle and excess clients.
+#include "control/metrics_text.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -18,7 +20,6 @@
 #include <sstream>
 
 #include "control/metrics_server.h"
-#include "control/metrics_text.h"
 #include "fake_daemon_api.h"
 
 namespace twinlane::control {
@@ -27,7 +28,8 @@ namespace {
 using testing::FakeDaemonApi;
 
 const std::regex kHelp(R"(^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .+$)");
-const std::regex kType(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$)");
+const std::regex kType(
+    R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$)");
 const std::regex kSample(
     R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\\\|\\"|\\n)*")(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\\\|\\"|\\n)*")*\})? (-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?|\+Inf|-Inf|NaN)$)");
 
@@ -86,12 +88,13 @@ TEST(MetricsText, CountersCarryTheApiNumbers) {
     const std::string text = prometheus_text(api);
     EXPECT_NE(text.find("twinlane_port_receive_packets_total{port=\"west\"} 10\n"),
               std::string::npos);
-    EXPECT_NE(text.find("twinlane_port_receive_drops_total{port=\"west\"} 1\n"),
-              std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_receive_drops_total{port=\"west\"} 1\n"), std::string::npos);
     EXPECT_NE(text.find("twinlane_port_transmit_bits_per_second{port=\"west\"} 7200\n"),
               std::string::npos);
-    EXPECT_NE(text.find("twinlane_class_drops_total{class=\"inference\",reason=\"queue_full_packets\"} 15\n"),
-              std::string::npos)
+    EXPECT_NE(
+        text.find(
+            "twinlane_class_drops_total{class=\"inference\",reason=\"queue_full_packets\"} 15\n"),
+        std::string::npos)
         << text;
     EXPECT_NE(text.find("twinlane_class_ecn_marks_total{class=\"training\",marker=\"red\"} 7\n"),
               std::string::npos);
@@ -109,7 +112,8 @@ TEST(MetricsText, HistogramBucketsAreCumulative) {
     std::map<std::string, double> sums;
     for (const Sample& s : samples) {
         std::smatch class_label;
-        if (!std::regex_search(s.labels, class_label, std::regex(R"re(class="([^"]*)")re"))) continue;
+        if (!std::regex_search(s.labels, class_label, std::regex(R"re(class="([^"]*)")re")))
+            continue;
         const std::string cls = class_label[1];
         if (s.name == "twinlane_class_sojourn_seconds_bucket") buckets[cls].push_back(&s);
         if (s.name == "twinlane_class_sojourn_seconds_count") counts[cls] = s.value;
@@ -118,7 +122,8 @@ TEST(MetricsText, HistogramBucketsAreCumulative) {
     ASSERT_EQ(buckets.size(), 2u);
     for (const auto& [cls, list] : buckets) {
         ASSERT_EQ(list.size(), 41u);  // 40 log2 buckets + +Inf
-        for (size_t i = 1; i < list.size(); ++i) EXPECT_GE(list[i]->value, list[i - 1]->value);
+        for (size_t i = 1; i < list.size(); ++i)
+            EXPECT_GE(list[i]->value, list[i - 1]->value);
         EXPECT_NE(list.back()->labels.find("le=\"+Inf\""), std::string::npos);
         EXPECT_EQ(list.back()->value, counts[cls]);
         EXPECT_EQ(counts[cls], 100);  // 1 + 60 + 39
@@ -139,7 +144,8 @@ TEST(MetricsText, QdiscStyleQueueSeries) {
               std::string::npos);
     EXPECT_NE(text.find("twinlane_class_enqueued_bytes_total{class=\"training\"} 120000\n"),
               std::string::npos);
-    EXPECT_NE(text.find("twinlane_class_dropped_bytes_total{class=\"inference\",reason=\"queue_full_packets\"} 15000\n"),
+    EXPECT_NE(text.find("twinlane_class_dropped_bytes_total{class=\"inference\",reason=\"queue_"
+                        "full_packets\"} 15000\n"),
               std::string::npos);
     // Overlimits: 7 RED marks + 2 CoDel marks + 5 CoDel drops (+ 0 RED early drops).
     EXPECT_NE(text.find("twinlane_class_overlimits_total{class=\"training\"} 14\n"),
@@ -147,11 +153,13 @@ TEST(MetricsText, QdiscStyleQueueSeries) {
     EXPECT_NE(text.find("twinlane_class_backlog_packets{class=\"training\"} 0\n"),
               std::string::npos);
     // A leaf has its class label; an inner node has none (not class="").
-    EXPECT_NE(text.find("twinlane_queue_packets_total{port=\"east\",queue=\"weird\\\"name\\\\\",kind=\"fifo\",class=\"inference\"} 100\n"),
+    EXPECT_NE(text.find("twinlane_queue_packets_total{port=\"east\",queue=\"weird\\\"name\\\\\","
+                        "kind=\"fifo\",class=\"inference\"} 100\n"),
               std::string::npos)
         << text;
-    EXPECT_NE(text.find("twinlane_queue_backlog_bytes{port=\"east\",queue=\"root\",kind=\"strict\"} 0\n"),
-              std::string::npos);
+    EXPECT_NE(
+        text.find("twinlane_queue_backlog_bytes{port=\"east\",queue=\"root\",kind=\"strict\"} 0\n"),
+        std::string::npos);
     EXPECT_EQ(text.find("class=\"\""), std::string::npos);
     // The old names are gone.
     EXPECT_EQ(text.find("_depth_packets"), std::string::npos);
@@ -160,7 +168,7 @@ TEST(MetricsText, QdiscStyleQueueSeries) {
 
 // A daemon's status: ports with their links, change counters, the applied epoch.
 class DaemonStatusApi : public FakeDaemonApi {
-public:
+  public:
     ApiResult status() override {
         return ApiResult::success(
             {{"version", "9.8.7"},
@@ -172,12 +180,14 @@ public:
                {"class_set", {{"applied", 3}, {"refused", 0}}}}},
              {"policy_last_load_ok", false},
              {"reloads", {{"attempts", 3}, {"failures", 1}, {"last_error", "bad"}}},
-             {"ports",
-              nlohmann::json::array(
-                  {{{"name", "west"}, {"link_up", true}, {"speed_mbps", 25000},
-                    {"rate_bits_per_sec", 10'000'000'000ULL}},
-                   {{"name", "east"}, {"link_up", false}, {"speed_mbps", 0},
-                    {"rate_bits_per_sec", 10'000'000'000ULL}}})}});
+             {"ports", nlohmann::json::array({{{"name", "west"},
+                                               {"link_up", true},
+                                               {"speed_mbps", 25000},
+                                               {"rate_bits_per_sec", 10'000'000'000ULL}},
+                                              {{"name", "east"},
+                                               {"link_up", false},
+                                               {"speed_mbps", 0},
+                                               {"rate_bits_per_sec", 10'000'000'000ULL}}})}});
     }
 };
 
@@ -190,8 +200,9 @@ TEST(MetricsText, StatusSeriesFromTheDaemon) {
     EXPECT_NE(text.find("twinlane_policy_applied_epoch 4\n"), std::string::npos);
     EXPECT_NE(text.find("twinlane_policy_changes_total{change=\"load\",result=\"refused\"} 1\n"),
               std::string::npos);
-    EXPECT_NE(text.find("twinlane_policy_changes_total{change=\"class_set\",result=\"applied\"} 3\n"),
-              std::string::npos);
+    EXPECT_NE(
+        text.find("twinlane_policy_changes_total{change=\"class_set\",result=\"applied\"} 3\n"),
+        std::string::npos);
     EXPECT_NE(text.find("twinlane_policy_last_load_successful 0\n"), std::string::npos);
     EXPECT_NE(text.find("twinlane_policy_reloads_total 3\n"), std::string::npos);
     EXPECT_NE(text.find("twinlane_policy_reload_failures_total 1\n"), std::string::npos);
@@ -205,19 +216,21 @@ TEST(MetricsText, StatusSeriesFromTheDaemon) {
 
 // A port with PFC: one entry per priority the daemon saw activity on.
 class PfcApi : public FakeDaemonApi {
-public:
+  public:
     ApiResult stats(StatsScope scope) override {
         if (scope != StatsScope::ports) return FakeDaemonApi::stats(scope);
         return ApiResult::success(nlohmann::json::array(
-            {{{"name", "uplink"}, {"port_id", 0}, {"rx_packets", 1}, {"tx_packets", 1},
-              {"pfc",
-               nlohmann::json::array({{{"priority", 3},
-                                       {"tx_pause_frames", 12},
-                                       {"tx_pause_duration_ns", 2'500'000'000ULL},
-                                       {"rx_pause_frames", 4},
-                                       {"rx_pause_duration_ns", 1'000'000},
-                                       {"storms", 1},
-                                       {"lossless_queued_bytes", 65536}}})}}}));
+            {{{"name", "uplink"},
+              {"port_id", 0},
+              {"rx_packets", 1},
+              {"tx_packets", 1},
+              {"pfc", nlohmann::json::array({{{"priority", 3},
+                                              {"tx_pause_frames", 12},
+                                              {"tx_pause_duration_ns", 2'500'000'000ULL},
+                                              {"rx_pause_frames", 4},
+                                              {"rx_pause_duration_ns", 1'000'000},
+                                              {"storms", 1},
+                                              {"lossless_queued_bytes", 65536}}})}}}));
     }
 };
 
@@ -225,19 +238,25 @@ TEST(MetricsText, PfcSeriesPerPortAndPriority) {
     PfcApi api;
     const std::string text = prometheus_text(api);
     parse_checked(text);
-    EXPECT_NE(text.find("twinlane_port_pfc_pause_frames_total{port=\"uplink\",priority=\"3\",direction=\"transmit\"} 12\n"),
+    EXPECT_NE(text.find("twinlane_port_pfc_pause_frames_total{port=\"uplink\",priority=\"3\","
+                        "direction=\"transmit\"} 12\n"),
               std::string::npos)
         << text;
-    EXPECT_NE(text.find("twinlane_port_pfc_pause_frames_total{port=\"uplink\",priority=\"3\",direction=\"receive\"} 4\n"),
+    EXPECT_NE(text.find("twinlane_port_pfc_pause_frames_total{port=\"uplink\",priority=\"3\","
+                        "direction=\"receive\"} 4\n"),
               std::string::npos);
-    EXPECT_NE(text.find("twinlane_port_pfc_paused_seconds_total{port=\"uplink\",priority=\"3\",direction=\"transmit\"} 2.5\n"),
+    EXPECT_NE(text.find("twinlane_port_pfc_paused_seconds_total{port=\"uplink\",priority=\"3\","
+                        "direction=\"transmit\"} 2.5\n"),
               std::string::npos);
-    EXPECT_NE(text.find("twinlane_port_pfc_paused_seconds_total{port=\"uplink\",priority=\"3\",direction=\"receive\"} 0.001\n"),
+    EXPECT_NE(text.find("twinlane_port_pfc_paused_seconds_total{port=\"uplink\",priority=\"3\","
+                        "direction=\"receive\"} 0.001\n"),
               std::string::npos);
     EXPECT_NE(text.find("twinlane_port_pfc_storms_total{port=\"uplink\",priority=\"3\"} 1\n"),
               std::string::npos);
-    EXPECT_NE(text.find("twinlane_port_pfc_lossless_backlog_bytes{port=\"uplink\",priority=\"3\"} 65536\n"),
-              std::string::npos);
+    EXPECT_NE(
+        text.find(
+            "twinlane_port_pfc_lossless_backlog_bytes{port=\"uplink\",priority=\"3\"} 65536\n"),
+        std::string::npos);
     // Without PFC entries (FakeDaemonApi's port) there are no PFC series.
     FakeDaemonApi plain;
     EXPECT_EQ(prometheus_text(plain).find("twinlane_port_pfc_"), std::string::npos);
@@ -254,7 +273,7 @@ TEST(MetricsText, WhatTheApiDoesNotSayIsNotExported) {
 }
 
 class FailingApi : public FakeDaemonApi {
-public:
+  public:
     ApiResult stats(StatsScope) override { return ApiResult::failure("not now"); }
 };
 

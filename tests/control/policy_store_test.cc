@@ -1,6 +1,8 @@
 // PolicyStore and policy documents: every example policy survives document -> YAML -> parse
 // unchanged; rule add/delete and class set produce valid new versions (epoch + 1); anything
 // the loader would reject is rejected with the running version untouched.
+#include "control/policy_store.h"
+
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
@@ -11,7 +13,6 @@
 
 #include "conf/load_policy.h"
 #include "conf/policy_document.h"
-#include "control/policy_store.h"
 #include "control/stats_json.h"
 #include "tests/conf/policy_test_util.h"
 
@@ -34,7 +35,8 @@ std::unique_ptr<PolicyStore> make_store(const std::string& example = "default.ya
 
 std::string joined(const ApiResult& result) {
     std::string text = result.error();
-    for (const std::string& line : result.details()) text += "\n  " + line;
+    for (const std::string& line : result.details())
+        text += "\n  " + line;
     return text;
 }
 
@@ -75,8 +77,8 @@ TEST_P(ExamplePolicyTest, DocumentRoundTripsThroughTheLoader) {
 
 INSTANTIATE_TEST_SUITE_P(Conf, ExamplePolicyTest,
                          ::testing::Values("default.yaml", "inference-gateway.yaml",
-                                           "lab-pcap.yaml", "mixed-cluster.yaml", "gateway-100g.yaml",
-                                           "gateway-afxdp.yaml"));
+                                           "lab-pcap.yaml", "mixed-cluster.yaml",
+                                           "gateway-100g.yaml", "gateway-afxdp.yaml"));
 
 TEST(PolicyStore, FirstVersionIsEpochOne) {
     auto store = make_store();
@@ -123,8 +125,8 @@ TEST(PolicyStore, RejectedRuleLeavesTheRunningPolicyUntouched) {
     for (const char* bad :
          {"{name: a, priority: 1, match: {dst_port: 1}, action: {class: nosuch}}",
           "{name: a, priority: 1, match: {dport: 1}, action: {class: inference}}",
-          "{name: a, priority: 1, match: {dst_port: 1}, action: {class: inference}",
-          "[1, 2]", "{priority: 1, match: {dst_port: 1}, action: {class: inference}}",
+          "{name: a, priority: 1, match: {dst_port: 1}, action: {class: inference}", "[1, 2]",
+          "{priority: 1, match: {dst_port: 1}, action: {class: inference}}",
           "{name: grpc-serving, priority: 2, match: {dst_port: 1}, action: {class: inference}}",
           "{name: a, priority: 99999, match: {dst_port: 1}, action: {class: inference}}",
           "{name: a, priority: 1, match: {}, action: {class: inference}}\n---\n[2]"}) {
@@ -209,7 +211,8 @@ TEST(PolicyStore, ClassSetChangesEveryEgressTree) {
     }
     // Same topology: the dataplane can apply it in place (Scheduler::apply).
     const auto& spec = version->compiled->egress[0].tree;
-    EXPECT_EQ(spec.nodes.size(), conf::compile_policy(*load_example("default.yaml")).egress[0].tree.nodes.size());
+    EXPECT_EQ(spec.nodes.size(),
+              conf::compile_policy(*load_example("default.yaml")).egress[0].tree.nodes.size());
 }
 
 TEST(PolicyStore, ClassSetRejectsInvalidValues) {
@@ -311,8 +314,9 @@ TEST(PolicyStore, StatusCountsChangesByOutcome) {
     EXPECT_FALSE(store->class_set("training", "weight", "0").ok());
     EXPECT_TRUE(store->class_set("training", "weight", "2").ok());
     EXPECT_FALSE(store->rules_delete("no-such-rule").ok());
-    EXPECT_TRUE(store->rules_add("{name: x, priority: 5, match: {dst_port: 9000, proto: tcp}, "
-                                 "action: {class: inference}}")
+    EXPECT_TRUE(store
+                    ->rules_add("{name: x, priority: 5, match: {dst_port: 9000, proto: tcp}, "
+                                "action: {class: inference}}")
                     .ok());
     // An edit that is not a load leaves the load outcome alone.
     EXPECT_FALSE(store->status().value()["policy_last_load_ok"].get<bool>());

@@ -12,15 +12,14 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace twinlane::control::testing {
 
 class TempDir {
-public:
+  public:
     TempDir() {
         std::string pattern = (std::filesystem::temp_directory_path() / "twinlane-ctl-XXXXXX");
         if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
@@ -31,12 +30,12 @@ public:
     }
     const std::string& path() const { return path_; }
 
-private:
+  private:
     std::string path_;
 };
 
 class RawClient {
-public:
+  public:
     explicit RawClient(const std::string& socket_path) {
         fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_un address{};
@@ -104,7 +103,7 @@ public:
         }
     }
 
-private:
+  private:
     int fd_ = -1;
     std::string buffer_;
 };

@@ -1,6 +1,8 @@
 // DPDK telemetry commands: an EAL without hugepages or devices, the /twinlane/... commands
 // registered against a FakeDaemonApi, queried over DPDK's own telemetry socket as
 // dpdk-telemetry.py does.
+#include "control/telemetry.h"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <rte_eal.h>
@@ -12,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "control/telemetry.h"
 #include "fake_daemon_api.h"
 
 namespace twinlane::control {
@@ -21,15 +22,16 @@ namespace {
 using nlohmann::json;
 
 class TelemetryTest : public ::testing::Test {
-protected:
+  protected:
     static void SetUpTestSuite() {
         prefix_ = "twinlane-telemetry-test-" + std::to_string(getpid());
         const std::string file_prefix = "--file-prefix=" + prefix_;
-        std::vector<std::string> args{"telemetry_test", "--no-huge",        "-m",
-                                      "64",             "--no-pci",         "-l",
-                                      "0",              file_prefix,        "--log-level=error"};
+        std::vector<std::string> args{"telemetry_test",   "--no-huge", "-m", "64",
+                                      "--no-pci",         "-l",        "0",  file_prefix,
+                                      "--log-level=error"};
         std::vector<char*> argv;
-        for (std::string& arg : args) argv.push_back(arg.data());
+        for (std::string& arg : args)
+            argv.push_back(arg.data());
         eal_ok_ = rte_eal_init(static_cast<int>(argv.size()), argv.data()) >= 0;
     }
     static void TearDownTestSuite() {
@@ -94,22 +96,22 @@ TEST_F(TelemetryTest, CommandsAnswerFromTheApi) {
     unregister_telemetry();
     const json gone = query("/twinlane/status");
     ASSERT_TRUE(gone.is_object()) << gone.dump();
-    EXPECT_FALSE(gone.contains("/twinlane/status") && gone["/twinlane/status"].contains("policy_source"))
+    EXPECT_FALSE(gone.contains("/twinlane/status") &&
+                 gone["/twinlane/status"].contains("policy_source"))
         << gone.dump();
 }
 
 // A port that has sent and received pauses for priority 3.
 class PfcDaemonApi : public testing::FakeDaemonApi {
-public:
+  public:
     ApiResult stats(StatsScope scope) override {
         if (scope != StatsScope::ports) return FakeDaemonApi::stats(scope);
-        return ApiResult::success(json::array(
-            {{{"name", "east-1"},
-              {"rx_packets", 10},
-              {"pfc", json::array({{{"priority", 3},
-                                    {"tx_pause_frames", 4},
-                                    {"rx_pause_frames", 1},
-                                    {"storms", 0}}})}}}));
+        return ApiResult::success(json::array({{{"name", "east-1"},
+                                                {"rx_packets", 10},
+                                                {"pfc", json::array({{{"priority", 3},
+                                                                      {"tx_pause_frames", 4},
+                                                                      {"rx_pause_frames", 1},
+                                                                      {"storms", 0}}})}}}));
     }
 };
 

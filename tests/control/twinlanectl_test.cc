@@ -1,5 +1,7 @@
 // twinlanectl against a real control server backed by a PolicyStore (in-process through
 // run_twinlanectl, plus the installed binary for exit codes): tables, --json, changes, errors.
+#include "control/twinlanectl.h"
+
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
@@ -9,10 +11,9 @@
 #include <sstream>
 #include <thread>
 
-#include "control/control_server.h"
 #include "conf/load_policy.h"
+#include "control/control_server.h"
 #include "control/policy_store.h"
-#include "control/twinlanectl.h"
 #include "socket_test_util.h"
 
 namespace twinlane::control {
@@ -28,23 +29,25 @@ struct CtlRun {
 };
 
 class TwinlanectlTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
-        conf::PolicyResult policy = conf::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
+        conf::PolicyResult policy =
+            conf::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
         ASSERT_TRUE(policy.ok());
         auto created = PolicyStore::create(policy.policy);
         ASSERT_TRUE(created.store);
         store_ = std::move(created.store);
         socket_ = dir_.path() + "/ctl.sock";
-        server_ = std::make_unique<ControlServer>(*store_,
-                                                  ControlServerOptions{.socket_path = socket_});
+        server_ =
+            std::make_unique<ControlServer>(*store_, ControlServerOptions{.socket_path = socket_});
         ASSERT_FALSE(server_->start());
     }
 
     CtlRun run(std::vector<std::string> args) {
         args.insert(args.begin(), {"twinlanectl", "-s", socket_, "--timeout", "5s"});
         std::vector<const char*> argv;
-        for (const std::string& arg : args) argv.push_back(arg.c_str());
+        for (const std::string& arg : args)
+            argv.push_back(arg.c_str());
         std::ostringstream out, err;
         CtlRun result;
         result.code = run_twinlanectl(static_cast<int>(argv.size()), argv.data(), out, err);
@@ -89,7 +92,8 @@ TEST_F(TwinlanectlTest, TablesForEveryStatsScope) {
 
 TEST_F(TwinlanectlTest, RulesAddListDelete) {
     CtlRun r = run({"rules", "add",
-                 "{name: x, priority: 5, match: {dst_port: 9000, proto: tcp}, action: {class: inference}}"});
+                    "{name: x, priority: 5, match: {dst_port: 9000, proto: tcp}, action: {class: "
+                    "inference}}"});
     ASSERT_EQ(r.code, kExitOk) << r.err;
     EXPECT_NE(r.out.find("epoch 2"), std::string::npos) << r.out;
     r = run({"rules", "list"});
@@ -102,7 +106,7 @@ TEST_F(TwinlanectlTest, RulesAddListDelete) {
 
 TEST_F(TwinlanectlTest, RefusedChangesExitOneWithTheReasons) {
     CtlRun r = run({"rules", "add",
-                 "{name: y, priority: 10, match: {dst_port: 1}, action: {class: inference}}"});
+                    "{name: y, priority: 10, match: {dst_port: 1}, action: {class: inference}}"});
     EXPECT_EQ(r.code, kExitRefused);
     EXPECT_NE(r.err.find("already used by rule 'grpc-serving'"), std::string::npos) << r.err;
     r = run({"class", "set", "inference", "rate", "20G"});
@@ -135,7 +139,8 @@ TEST_F(TwinlanectlTest, ClassSetPolicyShowLogLevel) {
 }
 
 TEST_F(TwinlanectlTest, PolicyLoadSendsAnAbsolutePath) {
-    const CtlRun r = run({"policy", "load", std::string(TWINLANE_CONF_DIR) + "/mixed-cluster.yaml"});
+    const CtlRun r =
+        run({"policy", "load", std::string(TWINLANE_CONF_DIR) + "/mixed-cluster.yaml"});
     EXPECT_EQ(r.code, kExitOk) << r.err;
     EXPECT_EQ(store_->epoch(), 2u);
 }
@@ -176,7 +181,7 @@ TEST(TwinlanectlNotRunning, ExitsThreeWithAClearMessage) {
 
 // Serves one connection at `socket`: reads a request line and answers `reply` (id 1).
 class OneReplyServer {
-public:
+  public:
     OneReplyServer(const std::string& socket, std::string reply) {
         fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_un address{};
@@ -201,7 +206,7 @@ public:
         close(fd_);
     }
 
-private:
+  private:
     int fd_ = -1;
     std::thread thread_;
 };
@@ -225,24 +230,27 @@ TEST(TwinlanectlBadReply, JsonOfTheWrongShapeIsABadReplyNotACrash) {
         std::vector<std::string> args{"twinlanectl", "-s", socket, "--timeout", "2s"};
         args.insert(args.end(), command.begin(), command.end());
         std::vector<const char*> argv;
-        for (const std::string& arg : args) argv.push_back(arg.c_str());
+        for (const std::string& arg : args)
+            argv.push_back(arg.c_str());
         std::ostringstream out, err;
         const int code = run_twinlanectl(static_cast<int>(argv.size()), argv.data(), out, err);
         EXPECT_EQ(code, kExitTransport) << reply << "\n" << err.str();
         EXPECT_NE(err.str().find(": the daemon sent a malformed reply ("), std::string::npos)
-            << reply << "\n" << err.str();
+            << reply << "\n"
+            << err.str();
     }
 }
 
 TEST(TwinlanectlBinary, ExitCodeThreeFromTheInstalledProgram) {
     TempDir dir;
-    const std::string command = std::string(TWINLANECTL_PATH) + " -s " + dir.path() +
-                                "/none.sock status 2>&1";
+    const std::string command =
+        std::string(TWINLANECTL_PATH) + " -s " + dir.path() + "/none.sock status 2>&1";
     FILE* pipe = popen(command.c_str(), "r");
     ASSERT_NE(pipe, nullptr);
     std::string output;
     char buffer[256];
-    while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+    while (fgets(buffer, sizeof buffer, pipe) != nullptr)
+        output += buffer;
     const int status = pclose(pipe);
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 3);

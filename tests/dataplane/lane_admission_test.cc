@@ -124,16 +124,20 @@ struct Rig {
     }
     void drain() {
         Admission admission(lanes, sink, kOrder, kLanes, scratch);
-        for (int round = 0; round < 1000; ++round) admission.round();
-        for (const auto& ring : lanes.rings) EXPECT_TRUE(ring.empty());
+        for (int round = 0; round < 1000; ++round)
+            admission.round();
+        for (const auto& ring : lanes.rings)
+            EXPECT_TRUE(ring.empty());
         EXPECT_EQ(sink.admitted, packets.size());
     }
 };
 
 TEST(LaneAdmission, WithoutReclassificationLanesGoByPriorityOneBurstEach) {
     Rig rig;
-    for (uint32_t i = 0; i < 6; ++i) rig.add(10, i, 100 + i, 0, 2);
-    for (uint32_t i = 0; i < 6; ++i) rig.add(20, i, 200 + i, 0, 0);
+    for (uint32_t i = 0; i < 6; ++i)
+        rig.add(10, i, 100 + i, 0, 2);
+    for (uint32_t i = 0; i < 6; ++i)
+        rig.add(20, i, 200 + i, 0, 0);
     Admission admission(rig.lanes, rig.sink, kOrder, kLanes, rig.scratch);
     EXPECT_EQ(admission.round(), 2 * kBurstSize);
     // Lane 0 first although it arrived later, one burst from each lane.
@@ -275,7 +279,8 @@ TEST(LaneAdmission, RandomReclassificationsAcrossTwoRxLcores) {
             }
         }
         rig.lanes.before_count = nullptr;
-        while (!ops[0].empty() || !ops[1].empty() || made < 300) rx_step();
+        while (!ops[0].empty() || !ops[1].empty() || made < 300)
+            rx_step();
         rig.drain();
         EXPECT_GT(rig.sink.moves, 20u);
     }

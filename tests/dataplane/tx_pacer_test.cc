@@ -76,7 +76,8 @@ TEST(TxPacer, FastLoopKeepsTheConfiguredBudget) {
     // Called every microsecond, the backlog never exceeds the configured budget.
     TxPacer pacer(10'000'000'000ULL, 4000);
     for (uint64_t now = 0; now < 10'000'000; now += 1000) {
-        while (pacer.allowance_bytes(now) >= 1500) pacer.on_transmit(1476);
+        while (pacer.allowance_bytes(now) >= 1500)
+            pacer.on_transmit(1476);
         ASSERT_LE(pacer.backlog_bytes(), 4000u);
     }
 }

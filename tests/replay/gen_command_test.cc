@@ -77,7 +77,8 @@ TEST_F(GenCommandTest, BadUnitsFailValidation) {
     EXPECT_THROW(run({"gen", "-o", output_, "--link-rate", "10GBps"}), CLI::ValidationError);
     EXPECT_THROW(run({"gen", "-o", output_, "--duration", "50parsecs"}), CLI::ValidationError);
     EXPECT_THROW(run({"gen", "-o", output_, "--ipv6-fraction", "2"}), CLI::ValidationError);
-    for (const char* seed : {"-1", "18446744073709551616", "99999999999999999999999", "0x10", "1e3"})
+    for (const char* seed :
+         {"-1", "18446744073709551616", "99999999999999999999999", "0x10", "1e3"})
         EXPECT_THROW(run({"gen", "-o", output_, "--seed", seed}), CLI::ValidationError) << seed;
     EXPECT_FALSE(std::filesystem::exists(output_));
 }

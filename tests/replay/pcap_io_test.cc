@@ -152,13 +152,14 @@ TEST_F(PcapIoTest, FileEndingInsideARecordEndsTheInputAfterTheGoodOnes) {
 TEST_F(PcapIoTest, ImpossibleRecordLengthInTheMiddleIsAnErrorNamingTheFile) {
     {
         PcapWriter writer(path("full.pcap"));
-        for (uint64_t t = 1; t <= 3; ++t) writer.write(t, frame(200, uint8_t(t)));
+        for (uint64_t t = 1; t <= 3; ++t)
+            writer.write(t, frame(200, uint8_t(t)));
     }
     std::ifstream in(path("full.pcap"), std::ios::binary);
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
     const size_t second = 24 + 16 + 200;
     const uint32_t huge = 0x7FFFFFFF;
-    std::memcpy(&bytes[second + 8], &huge, sizeof huge);  // caplen
+    std::memcpy(&bytes[second + 8], &huge, sizeof huge);   // caplen
     std::memcpy(&bytes[second + 12], &huge, sizeof huge);  // len
     write_bytes(path("bad.pcap"), bytes);
     PcapReader reader(path("bad.pcap"));
@@ -192,11 +193,13 @@ TEST_F(PcapIoTest, MappedRecordsOutliveNextAndSwappedFilesReadTheSame) {
     swap_at(0, 4);
     swap_at(4, 2);
     swap_at(6, 2);
-    for (size_t offset = 8; offset < 24; offset += 4) swap_at(offset, 4);
+    for (size_t offset = 8; offset < 24; offset += 4)
+        swap_at(offset, 4);
     for (size_t offset = 24; offset < bytes.size();) {
         uint32_t caplen;
         std::memcpy(&caplen, bytes.data() + offset + 8, sizeof caplen);
-        for (size_t word = 0; word < 4; ++word) swap_at(offset + word * 4, 4);
+        for (size_t word = 0; word < 4; ++word)
+            swap_at(offset + word * 4, 4);
         offset += 16 + caplen;
     }
     write_bytes(path("swapped.pcap"), swapped);

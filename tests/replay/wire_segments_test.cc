@@ -15,8 +15,8 @@
 #include "conf/load_policy.h"
 #include "conf/policy.h"
 #include "replay/fifo_discipline.h"
-#include "replay/scheduler_discipline.h"
 #include "replay/replay_engine.h"
+#include "replay/scheduler_discipline.h"
 #include "tests/classifier/packet_builder.h"
 
 namespace twinlane::replay {
@@ -25,7 +25,9 @@ namespace {
 using classifier::testing::PacketBuilder;
 constexpr uint32_t kMaxFrame = 1518;  // MTU 1500
 
-uint16_t get16(const std::vector<uint8_t>& f, size_t at) { return uint16_t((f[at] << 8) | f[at + 1]); }
+uint16_t get16(const std::vector<uint8_t>& f, size_t at) {
+    return uint16_t((f[at] << 8) | f[at + 1]);
+}
 uint32_t get32(const std::vector<uint8_t>& f, size_t at) {
     return (uint32_t{get16(f, at)} << 16) | get16(f, at + 2);
 }
@@ -34,16 +36,25 @@ uint32_t get32(const std::vector<uint8_t>& f, size_t at) {
 std::vector<uint8_t> numbered_payload_frame(PacketBuilder builder, uint32_t payload) {
     std::vector<uint8_t> frame = builder.payload(payload).build();
     const size_t start = frame.size() - payload;
-    for (uint32_t i = 0; i < payload; ++i) frame[start + i] = uint8_t(i * 7 + 3);
+    for (uint32_t i = 0; i < payload; ++i)
+        frame[start + i] = uint8_t(i * 7 + 3);
     return frame;
 }
 
 TEST(WireSegments, SmallFramesAndDisabledSplittingStayWhole) {
-    const auto frame = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
-                           .tcp(1, 2).payload(1000).build();
+    const auto frame = PacketBuilder()
+                           .ethernet()
+                           .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
+                           .tcp(1, 2)
+                           .payload(1000)
+                           .build();
     EXPECT_EQ(plan_segments(frame, uint32_t(frame.size()), 14, 4, kMaxFrame).count, 1u);
-    const auto big = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
-                         .tcp(1, 2).payload(20000).build();
+    const auto big = PacketBuilder()
+                         .ethernet()
+                         .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
+                         .tcp(1, 2)
+                         .payload(20000)
+                         .build();
     EXPECT_EQ(plan_segments(big, uint32_t(big.size()), 14, 4, 0).count, 1u);
     const SegmentPlan at_limit = plan_segments(frame, kMaxFrame, 14, 4, kMaxFrame);
     EXPECT_EQ(at_limit.count, 1u);
@@ -88,8 +99,10 @@ TEST(WireSegments, Ipv4TcpAsTsoWouldSendIt) {
 TEST(WireSegments, Ipv6UdpBehindVlanKeepsTheTagAndSetsLengths) {
     const uint32_t payload = 30000;
     const auto frame = numbered_payload_frame(
-        PacketBuilder().ethernet().vlan(42).ipv6(classifier::testing::ipv6(0x2001, 1),
-                                                 classifier::testing::ipv6(0x2001, 2), 17)
+        PacketBuilder()
+            .ethernet()
+            .vlan(42)
+            .ipv6(classifier::testing::ipv6(0x2001, 1), classifier::testing::ipv6(0x2001, 2), 17)
             .udp(4000, 4791),
         payload);
     const uint16_t l3 = 18;
@@ -107,8 +120,12 @@ TEST(WireSegments, Ipv6UdpBehindVlanKeepsTheTagAndSetsLengths) {
 }
 
 TEST(WireSegments, SnappedRecordGivesSnappedSegmentsWithFullWireLengths) {
-    const auto full = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
-                          .tcp(1, 2).payload(5000).build();
+    const auto full = PacketBuilder()
+                          .ethernet()
+                          .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
+                          .tcp(1, 2)
+                          .payload(5000)
+                          .build();
     const std::vector<uint8_t> snapped(full.begin(), full.begin() + 96);
     const SegmentPlan plan = plan_segments(snapped, uint32_t(full.size()), 14, 4, kMaxFrame);
     ASSERT_EQ(plan.count, 4u);
@@ -126,19 +143,35 @@ TEST(WireSegments, WhatTsoWouldNotSplitStaysWhole) {
     // Non-IP, an IPv4 fragment, IPv6 with an extension header, ICMP, headers cut short.
     const auto non_ip = PacketBuilder().ethernet(0x88B5).payload(100).build();
     EXPECT_EQ(plan_segments(non_ip, wire, 14, 0, kMaxFrame).count, 1u);
-    const auto fragment = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17,
-                                                          0, 0, 0x1234, 0, true).udp(1, 2).payload(100).build();
+    const auto fragment = PacketBuilder()
+                              .ethernet()
+                              .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17, 0, 0, 0x1234, 0, true)
+                              .udp(1, 2)
+                              .payload(100)
+                              .build();
     EXPECT_EQ(plan_segments(fragment, wire, 14, 4, kMaxFrame).count, 1u);
-    const auto extension = PacketBuilder().ethernet()
-                               .ipv6(classifier::testing::ipv6(0x2001, 1),
-                                     classifier::testing::ipv6(0x2001, 2), 0)
-                               .ipv6_option_header(6).tcp(1, 2).payload(100).build();
+    const auto extension =
+        PacketBuilder()
+            .ethernet()
+            .ipv6(classifier::testing::ipv6(0x2001, 1), classifier::testing::ipv6(0x2001, 2), 0)
+            .ipv6_option_header(6)
+            .tcp(1, 2)
+            .payload(100)
+            .build();
     EXPECT_EQ(plan_segments(extension, wire, 14, 6, kMaxFrame).count, 1u);
-    const auto icmp = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 1)
-                          .icmp(8, 0).payload(100).build();
+    const auto icmp = PacketBuilder()
+                          .ethernet()
+                          .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 1)
+                          .icmp(8, 0)
+                          .payload(100)
+                          .build();
     EXPECT_EQ(plan_segments(icmp, wire, 14, 4, kMaxFrame).count, 1u);
-    const auto tcp = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
-                         .tcp(1, 2).payload(100).build();
+    const auto tcp = PacketBuilder()
+                         .ethernet()
+                         .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
+                         .tcp(1, 2)
+                         .payload(100)
+                         .build();
     for (size_t cut = 0; cut < 54; ++cut) {
         const std::span<const uint8_t> head(tcp.data(), cut);
         EXPECT_EQ(plan_segments(head, wire, 14, 4, kMaxFrame).count, 1u) << cut;
@@ -189,10 +222,18 @@ TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
     const ReplayOptions options = replay_options(egress);
     BasicReplayEngine<Discipline> engine(options, classifier, discipline, report, nullptr);
 
-    const auto gro = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
-                         .tcp(40000, 5201).payload(65000).build();
-    const auto rpc = PacketBuilder().ethernet().ipv4({198, 18, 0, 3}, {198, 18, 0, 4}, 6)
-                         .tcp(40001, 50051).payload(200).build();
+    const auto gro = PacketBuilder()
+                         .ethernet()
+                         .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 6)
+                         .tcp(40000, 5201)
+                         .payload(65000)
+                         .build();
+    const auto rpc = PacketBuilder()
+                         .ethernet()
+                         .ipv4({198, 18, 0, 3}, {198, 18, 0, 4}, 6)
+                         .tcp(40001, 50051)
+                         .payload(200)
+                         .build();
     PcapRecord record;
     record.timestamp_ns = 1'000;
     record.wire_length = uint32_t(gro.size());
@@ -213,12 +254,14 @@ TEST(WireSegments, ReplayEngineSendsSegmentsAndInferenceOvertakesTheRest) {
     EXPECT_EQ(report.tx_packets(), plan.count + 1);
     EXPECT_EQ(report.dropped_packets(), 0u);
     uint64_t tx_bytes = 0;
-    for (const ClassStats& c : report.classes()) tx_bytes += c.tx_bytes;
+    for (const ClassStats& c : report.classes())
+        tx_bytes += c.tx_bytes;
     EXPECT_EQ(tx_bytes, uint64_t{plan.count} * plan.header_bytes + plan.total_payload + rpc.size());
     // Inference (class 0) left after at most the segment in flight plus its own frame.
     VirtualLink link(kRate);
-    const double bound_us =
-        double(link.transmit_ns(plan.segment_wire_length(0)) + link.transmit_ns(uint32_t(rpc.size()))) / 1e3;
+    const double bound_us = double(link.transmit_ns(plan.segment_wire_length(0)) +
+                                   link.transmit_ns(uint32_t(rpc.size()))) /
+                            1e3;
     ASSERT_EQ(report.classes()[0].tx_packets, 1u);
     EXPECT_LE(report.latency(0).max_us, bound_us);
     EXPECT_GT(double(link.transmit_ns(uint32_t(gro.size()))) / 1e3, 5 * bound_us)
@@ -238,8 +281,12 @@ TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
     std::vector<uint8_t> non_ip(64, 0);
     non_ip[12] = 0x88;  // EtherType 0x88B5, local experimental
     non_ip[13] = 0xB5;
-    const auto small = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
-                           .udp(40000, 5201).payload(100).build();
+    const auto small = PacketBuilder()
+                           .ethernet()
+                           .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
+                           .udp(40000, 5201)
+                           .payload(100)
+                           .build();
     auto replay = [&](auto& discipline) {
         classifier::Classifier classifier(compiled.classifier);
         ReplayReport report("d", kRate, compiled.classifier.class_names, 1, 1'000'000);
@@ -285,8 +332,12 @@ TEST(WireSegments, RecordsGoingBackInTimeAreClampedAndCounted) {
     ReplayReport report("fifo", kRate, compiled.classifier.class_names, 1, 1'000'000);
     FifoDiscipline fifo(1024, 1 << 20);
     BasicReplayEngine<Discipline> engine(options, classifier, fifo, report, nullptr);
-    const auto frame = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
-                           .udp(40000, 5201).payload(100).build();
+    const auto frame = PacketBuilder()
+                           .ethernet()
+                           .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
+                           .udp(40000, 5201)
+                           .payload(100)
+                           .build();
     PcapRecord record;
     record.wire_length = uint32_t(frame.size());
     record.captured = frame;
@@ -317,8 +368,12 @@ TEST(WireSegments, RecordsGoingBackInTimeAreClampedAndCounted) {
 TEST(WireSegments, AnIngressLinkSerialisesRecordsStampedTogether) {
     const conf::CompiledPolicy compiled = default_policy();
     ASSERT_TRUE(compiled.ok());
-    const auto frame = PacketBuilder().ethernet().ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
-                           .udp(40000, 5201).payload(1226 - 42).build();
+    const auto frame = PacketBuilder()
+                           .ethernet()
+                           .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
+                           .udp(40000, 5201)
+                           .payload(1226 - 42)
+                           .build();
     ASSERT_EQ(frame.size(), 1226u);  // 1250 wire bytes: 1000 ns at 10G, 100 ns at 100G
     auto latencies = [&](uint64_t ingress_bps) {
         ReplayOptions options = replay_options(compiled.egress.at(0));

@@ -1,9 +1,9 @@
 // CoDel timing, CoDel/RED ECN marking and RED drops, through the scheduler in virtual time.
+#include <gtest/gtest.h>
+
 #include <array>
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
 #include "sched_test_util.h"
@@ -41,7 +41,8 @@ std::vector<uint64_t> expected_signal_times_ms(int signals) {
 
 // Packets arrive at t=0 (a standing queue), one dequeue per ms. Returns the ms at which each
 // CoDel signal (drop or CE mark) happened.
-std::vector<uint64_t> run_codel(Scheduler& scheduler, bool ect, std::vector<std::vector<uint8_t>>& headers) {
+std::vector<uint64_t> run_codel(Scheduler& scheduler, bool ect,
+                                std::vector<std::vector<uint8_t>>& headers) {
     std::vector<Packet> arrivals;
     headers.reserve(3000);
     for (uint64_t i = 0; i < 3000; ++i) {
@@ -83,12 +84,13 @@ TEST(CodelTest, FirstDropAfterIntervalThenInverseSqrtSpacing) {
     const std::vector<uint64_t> times = run_codel(*scheduler, false, headers);  // Not-ECT: drops
     const std::vector<uint64_t> expected = expected_signal_times_ms(12);
     ASSERT_GE(times.size(), expected.size());
-    for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(times[i], expected[i]) << "signal " << i;
+    for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(times[i], expected[i]) << "signal " << i;
     const QueueCounters counters = scheduler->leaf_counters(0);
     EXPECT_EQ(counters.drops(DropReason::codel), times.size());
     EXPECT_EQ(counters.ecn_marked_codel, 0u);
-    EXPECT_EQ(counters.packets_in, counters.packets_out + counters.drops(DropReason::codel) +
-                                       counters.depth_packets);
+    EXPECT_EQ(counters.packets_in,
+              counters.packets_out + counters.drops(DropReason::codel) + counters.depth_packets);
 }
 
 TEST(CodelTest, MarksEctPacketsOnTheSameScheduleInsteadOfDropping) {
@@ -97,7 +99,8 @@ TEST(CodelTest, MarksEctPacketsOnTheSameScheduleInsteadOfDropping) {
     const std::vector<uint64_t> times = run_codel(*scheduler, true, headers);
     const std::vector<uint64_t> expected = expected_signal_times_ms(12);
     ASSERT_GE(times.size(), expected.size());
-    for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(times[i], expected[i]) << "signal " << i;
+    for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(times[i], expected[i]) << "signal " << i;
     const QueueCounters counters = scheduler->leaf_counters(0);
     EXPECT_EQ(counters.drops(DropReason::codel), 0u);
     EXPECT_EQ(counters.ecn_marked_codel, times.size());
@@ -133,7 +136,8 @@ TEST(CodelTest, FqAppliesCodelPerFlow) {
     spec.nodes.back().codel = CodelSpec{true, 5 * kMs, 100 * kMs, false};
     auto scheduler = build_or_fail(spec);
     std::vector<Packet> arrivals;
-    for (int i = 0; i < 2000; ++i) arrivals.push_back(make_packet(0, 1000, 1));  // fat flow
+    for (int i = 0; i < 2000; ++i)
+        arrivals.push_back(make_packet(0, 1000, 1));  // fat flow
     std::vector<DroppedPacket> drops(2000);
     scheduler->enqueue(arrivals.data(), 2000, 0, drops.data());
     std::vector<Packet> out(2);
@@ -142,8 +146,10 @@ TEST(CodelTest, FqAppliesCodelPerFlow) {
         Packet thin = make_packet(0, 100, 2);  // sparse flow, never queues
         scheduler->enqueue(&thin, 1, ms * kMs, drops.data());
         const DequeueResult result = scheduler->dequeue(out.data(), 2, ms * kMs, drops.data(), 64);
-        for (uint32_t i = 0; i < result.packets; ++i) thin_delivered += out[i].flow_hash == 2;
-        for (uint32_t d = 0; d < result.dropped; ++d) EXPECT_EQ(drops[d].packet.flow_hash, 1u);
+        for (uint32_t i = 0; i < result.packets; ++i)
+            thin_delivered += out[i].flow_hash == 2;
+        for (uint32_t d = 0; d < result.dropped; ++d)
+            EXPECT_EQ(drops[d].packet.flow_hash, 1u);
     }
     EXPECT_EQ(thin_delivered, 600u);
     EXPECT_GT(scheduler->leaf_counters(0).drops(DropReason::codel), 3u);
@@ -172,7 +178,8 @@ TEST(RedEcnTest, MarksEctInsteadOfDroppingUntilHardLimit) {
     }
     std::vector<DroppedPacket> drops(100);
     EXPECT_EQ(scheduler->enqueue(arrivals.data(), 100, 0, drops.data()), 60u);
-    for (int i = 0; i < 40; ++i) EXPECT_EQ(drops[i].reason, DropReason::queue_full_bytes);
+    for (int i = 0; i < 40; ++i)
+        EXPECT_EQ(drops[i].reason, DropReason::queue_full_bytes);
     for (uint64_t i = 0; i < 60; ++i) {
         const EcnCodepoint ecn = read_ecn(arrivals[i]);
         if (i < 10) {
@@ -221,13 +228,15 @@ TEST(RedEcnTest, SameSeedSameMarks) {
         spec.random_seed = seed;
         auto scheduler = build_or_fail(spec);
         std::vector<Packet> arrivals;
-        for (uint64_t i = 0; i < 100; ++i) arrivals.push_back(make_packet(0, 500, 0, i));
+        for (uint64_t i = 0; i < 100; ++i)
+            arrivals.push_back(make_packet(0, 500, 0, i));
         std::vector<DroppedPacket> drops(100);
         scheduler->enqueue(arrivals.data(), 100, 0, drops.data());
         // Which arrivals were admitted depends only on the seeded PRNG.
         std::vector<uint64_t> admitted;
         for (uint64_t i = 0, d = 0; i < 100; ++i) {
-            if (d < 100 - scheduler->leaf_counters(0).packets_in && testing::id_of(drops[d].packet) == i) {
+            if (d < 100 - scheduler->leaf_counters(0).packets_in &&
+                testing::id_of(drops[d].packet) == i) {
                 ++d;
             } else {
                 admitted.push_back(i);
@@ -253,7 +262,8 @@ TEST(FqOverflow, PushesOutTheFattestFlowsHead) {
     auto scheduler = build_or_fail(one_fq_leaf(10, 1u << 20, 16));
     ASSERT_NE(scheduler, nullptr);
     std::vector<Packet> fat;
-    for (uint64_t id = 0; id < 10; ++id) fat.push_back(make_packet(0, 1000, 1, id));
+    for (uint64_t id = 0; id < 10; ++id)
+        fat.push_back(make_packet(0, 1000, 1, id));
     std::vector<DroppedPacket> drops(16);
     ASSERT_EQ(scheduler->enqueue(fat.data(), 10, 0, drops.data()), 10u);
     Packet sparse = make_packet(0, 100, 2, 100);
@@ -284,13 +294,14 @@ TEST(FqOverflow, ByteLimitTakesSeveralPacketsWithinTheDropArray) {
     auto scheduler = build_or_fail(one_fq_leaf(1000, 10000, 16));
     ASSERT_NE(scheduler, nullptr);
     std::vector<Packet> fat;
-    for (uint64_t id = 0; id < 8; ++id) fat.push_back(make_packet(0, 1000, 1, id));
+    for (uint64_t id = 0; id < 8; ++id)
+        fat.push_back(make_packet(0, 1000, 1, id));
     std::vector<DroppedPacket> drops(16);
     ASSERT_EQ(scheduler->enqueue(fat.data(), 8, 0, drops.data()), 8u);
     Packet big = make_packet(0, 3000, 2, 50);
     std::vector<Packet> fill = {make_packet(0, 1000, 3, 60), make_packet(0, 1000, 3, 61)};
     ASSERT_EQ(scheduler->enqueue(fill.data(), 2, 0, drops.data()), 2u);  // 10000 bytes: full
-    ASSERT_EQ(scheduler->enqueue(&big, 1, 0, drops.data()), 0u);  // room for one drop only
+    ASSERT_EQ(scheduler->enqueue(&big, 1, 0, drops.data()), 0u);         // room for one drop only
     EXPECT_EQ(drops[0].reason, DropReason::queue_full_bytes);
     EXPECT_EQ(id_of(drops[0].packet), 50u);
     std::vector<Packet> out(2);
@@ -307,7 +318,8 @@ TEST(FqOverflow, ByteLimitTakesSeveralPacketsWithinTheDropArray) {
     EXPECT_EQ(scheduler->leaf_counters(0).drops(DropReason::fq_overflow), 3u);
     // The fattest flow's oldest three still queued (the dequeue above took two packets).
     EXPECT_EQ(pushed_out.size(), 3u);
-    for (size_t k = 1; k < pushed_out.size(); ++k) EXPECT_EQ(pushed_out[k], pushed_out[0] + k);
+    for (size_t k = 1; k < pushed_out.size(); ++k)
+        EXPECT_EQ(pushed_out[k], pushed_out[0] + k);
 }
 
 // Unresponsive flows overloading an fq leaf: each flow at or above its fair share gets the fair
@@ -328,15 +340,19 @@ TEST(FqOverflow, OverloadedLeafSharesFairlyAndSparseFlowsLoseNothing) {
         // step offered, 10 dequeued.
         if (step % 2 == 0) arrivals.push_back(make_packet(0, 1000, 0, id++ * kFlows));
         for (uint32_t f = 1; f < kFlows; ++f)
-            for (uint32_t k = 0; k < f; ++k) arrivals.push_back(make_packet(0, 1000, f, id++ * kFlows + f));
-        for (const Packet& p : arrivals) ++sent[id_of(p) % kFlows];
+            for (uint32_t k = 0; k < f; ++k)
+                arrivals.push_back(make_packet(0, 1000, f, id++ * kFlows + f));
+        for (const Packet& p : arrivals)
+            ++sent[id_of(p) % kFlows];
         const uint32_t n = static_cast<uint32_t>(arrivals.size());
         const uint32_t kept = scheduler->enqueue(arrivals.data(), n, step, drops.data());
-        for (uint32_t k = 0; k < n - kept; ++k) ++lost[id_of(drops[k].packet) % kFlows];
+        for (uint32_t k = 0; k < n - kept; ++k)
+            ++lost[id_of(drops[k].packet) % kFlows];
         const DequeueResult r = scheduler->dequeue(out.data(), 10, step, drops.data(), 64);
         ASSERT_EQ(r.dropped, 0u);
         if (step >= 1000)  // after the queue filled
-            for (uint32_t k = 0; k < r.packets; ++k) ++delivered[id_of(out[k]) % kFlows];
+            for (uint32_t k = 0; k < r.packets; ++k)
+                ++delivered[id_of(out[k]) % kFlows];
     }
     // Max-min fair shares of 10 packets per step: flow 0 its 0.5, flow 1 its 1, the eight
     // others 8.5 / 8 each; over the 3000 steps measured, 1500, 3000 and 3187.5 packets.

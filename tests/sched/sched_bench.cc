@@ -103,13 +103,15 @@ void run_twinlane(benchmark::State& state, SizeMix mix, uint32_t flows, bool bur
     DroppedPacket drops[kBurst];
     uint64_t now_ns = 0;
     for (uint32_t filled = 0; filled < workload.depth; filled += kBurst) {
-        for (Packet& packet : burst) packet = next_packet();
+        for (Packet& packet : burst)
+            packet = next_packet();
         scheduler.enqueue(burst, kBurst, now_ns, drops);
     }
     uint64_t refused = 0;
     for (auto _ : state) {
         now_ns += 1000;  // virtual time: 1 us per burst, far below the 10 Tb/s shaper
-        for (Packet& packet : burst) packet = next_packet();
+        for (Packet& packet : burst)
+            packet = next_packet();
         refused += kBurst - scheduler.enqueue(burst, kBurst, now_ns, drops);
         uint32_t received = 0;
         if (burst_api) {
@@ -138,7 +140,8 @@ void run_rte_sched(benchmark::State& state, SizeMix mix, uint32_t flows) {
     rte_sched_subport_profile_params subport_profile{};
     subport_profile.tb_rate = rate_bytes_per_sec;
     subport_profile.tb_size = 1'000'000;
-    for (uint64_t& tc_rate : subport_profile.tc_rate) tc_rate = rate_bytes_per_sec;
+    for (uint64_t& tc_rate : subport_profile.tc_rate)
+        tc_rate = rate_bytes_per_sec;
     subport_profile.tc_period = 10;
 
     rte_sched_port_params port_params{};
@@ -160,7 +163,8 @@ void run_rte_sched(benchmark::State& state, SizeMix mix, uint32_t flows) {
     pipe_profile.tc_rate[RTE_SCHED_TRAFFIC_CLASS_BE] = rate_bytes_per_sec;
     pipe_profile.tc_period = 10;
     pipe_profile.tc_ov_weight = 1;
-    for (uint8_t& weight : pipe_profile.wrr_weights) weight = 1;
+    for (uint8_t& weight : pipe_profile.wrr_weights)
+        weight = 1;
 
     rte_sched_subport_params subport_params{};
     subport_params.n_pipes_per_subport_enabled = pipes;
@@ -172,13 +176,13 @@ void run_rte_sched(benchmark::State& state, SizeMix mix, uint32_t flows) {
     subport_params.n_max_pipe_profiles = 1;
 
     rte_sched_port* port = rte_sched_port_config(&port_params);
-    if (port == nullptr ||
-        rte_sched_subport_config(port, 0, &subport_params, 0) != 0) {
+    if (port == nullptr || rte_sched_subport_config(port, 0, &subport_params, 0) != 0) {
         state.SkipWithError("rte_sched configuration failed");
         if (port != nullptr) rte_sched_port_free(port);
         return;
     }
-    for (uint32_t pipe = 0; pipe < pipes; ++pipe) rte_sched_pipe_config(port, 0, pipe, 0);
+    for (uint32_t pipe = 0; pipe < pipes; ++pipe)
+        rte_sched_pipe_config(port, 0, pipe, 0);
 
     const uint32_t mbuf_count = workload.depth + 4 * kBurst;
     static int pool_serial = 0;
@@ -211,17 +215,20 @@ void run_rte_sched(benchmark::State& state, SizeMix mix, uint32_t flows) {
     rte_mbuf* burst[kBurst];
     rte_mbuf* out[kBurst];
     for (uint32_t filled = 0; filled < workload.depth; filled += kBurst) {
-        for (rte_mbuf*& mbuf : burst) mbuf = next_mbuf();
+        for (rte_mbuf*& mbuf : burst)
+            mbuf = next_mbuf();
         rte_sched_port_enqueue(port, burst, kBurst);
     }
     uint64_t refused = 0;
     for (auto _ : state) {
-        for (rte_mbuf*& mbuf : burst) mbuf = next_mbuf();
+        for (rte_mbuf*& mbuf : burst)
+            mbuf = next_mbuf();
         refused += kBurst - static_cast<uint32_t>(rte_sched_port_enqueue(port, burst, kBurst));
         uint32_t received = 0;
         while (received < kBurst) {
             const int n = rte_sched_port_dequeue(port, out, kBurst - received);
-            for (int i = 0; i < n; ++i) free_mbufs[free_count++] = out[i];
+            for (int i = 0; i < n; ++i)
+                free_mbufs[free_count++] = out[i];
             received += static_cast<uint32_t>(n);
         }
     }
@@ -230,16 +237,18 @@ void run_rte_sched(benchmark::State& state, SizeMix mix, uint32_t flows) {
     state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kBurst);
     // Drain, then return every mbuf to the pool.
     for (int n; (n = rte_sched_port_dequeue(port, out, kBurst)) > 0;) {
-        for (int i = 0; i < n; ++i) free_mbufs[free_count++] = out[i];
+        for (int i = 0; i < n; ++i)
+            free_mbufs[free_count++] = out[i];
     }
     rte_sched_port_free(port);
-    for (uint32_t i = 0; i < free_count; ++i) rte_pktmbuf_free(free_mbufs[i]);
+    for (uint32_t i = 0; i < free_count; ++i)
+        rte_pktmbuf_free(free_mbufs[i]);
     rte_mempool_free(pool);
 }
 
 // Collects items_per_second per benchmark name while printing as usual.
 class CollectingReporter : public benchmark::ConsoleReporter {
-public:
+  public:
     void ReportRuns(const std::vector<Run>& runs) override {
         for (const Run& run : runs) {
             if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
@@ -258,11 +267,13 @@ void print_ratio_table(const std::map<std::string, double>& rates) {
         const std::string suffix = name.substr(name.find('/') + 1);
         const auto other = rates.find("rte_sched/" + suffix);
         if (other == rates.end()) continue;
-        const std::string label = name.rfind("twinlane_burst/", 0) == 0 ? "burst " + suffix : suffix;
+        const std::string label =
+            name.rfind("twinlane_burst/", 0) == 0 ? "burst " + suffix : suffix;
         std::printf("%-28s %14.1f %14.1f %9.2fx\n", label.c_str(), 1e9 / twinlane_rate,
                     1e9 / other->second, twinlane_rate / other->second);
     }
-    std::printf("(ratio = twinlane throughput / rte_sched throughput; > 1 means twinlane faster)\n");
+    std::printf(
+        "(ratio = twinlane throughput / rte_sched throughput; > 1 means twinlane faster)\n");
 }
 
 }  // namespace
@@ -272,24 +283,26 @@ int main(int argc, char** argv) {
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     // --in-memory is refused together with --no-huge by DPDK 22.11 (it implies legacy memory),
     // so --no-shconf keeps the EAL from writing shared runtime files instead.
-    const char* eal_args[] = {"sched_bench", "--no-huge", "--no-pci",  "-l",
-                              "0",           "-m",        "1024",      "--no-shconf",
-                              "--log-level=error"};
+    const char* eal_args[] = {"sched_bench", "--no-huge",   "--no-pci",         "-l", "0", "-m",
+                              "1024",        "--no-shconf", "--log-level=error"};
     if (rte_eal_init(static_cast<int>(std::size(eal_args)), const_cast<char**>(eal_args)) < 0) {
         std::fprintf(stderr, "rte_eal_init failed\n");
         return 1;
     }
     for (const uint32_t flows : {1u, 1024u, 65536u}) {
-        for (const auto& [mix, mix_name] : {std::pair{SizeMix::small64, "64B"},
-                                           std::pair{SizeMix::mixed, "mixed"}}) {
+        for (const auto& [mix, mix_name] :
+             {std::pair{SizeMix::small64, "64B"}, std::pair{SizeMix::mixed, "mixed"}}) {
             const std::string suffix = std::string(mix_name) + "/flows:" + std::to_string(flows);
             const SizeMix size_mix = mix;
-            benchmark::RegisterBenchmark(("twinlane/" + suffix).c_str(),
-                                         [=](benchmark::State& s) { run_twinlane(s, size_mix, flows, false); });
-            benchmark::RegisterBenchmark(("twinlane_burst/" + suffix).c_str(),
-                                         [=](benchmark::State& s) { run_twinlane(s, size_mix, flows, true); });
-            benchmark::RegisterBenchmark(("rte_sched/" + suffix).c_str(),
-                                         [=](benchmark::State& s) { run_rte_sched(s, size_mix, flows); });
+            benchmark::RegisterBenchmark(("twinlane/" + suffix).c_str(), [=](benchmark::State& s) {
+                run_twinlane(s, size_mix, flows, false);
+            });
+            benchmark::RegisterBenchmark(
+                ("twinlane_burst/" + suffix).c_str(),
+                [=](benchmark::State& s) { run_twinlane(s, size_mix, flows, true); });
+            benchmark::RegisterBenchmark(("rte_sched/" + suffix).c_str(), [=](benchmark::State& s) {
+                run_rte_sched(s, size_mix, flows);
+            });
         }
     }
     CollectingReporter reporter;

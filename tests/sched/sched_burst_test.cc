@@ -5,14 +5,14 @@
 // burst returned. Sequences, drops, counters and next_eligible_ns must be identical, and a
 // burst that stopped early must have stopped exactly before the packet that would exceed
 // its budget.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <array>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
 #include "sched_test_util.h"
@@ -24,7 +24,7 @@ using testing::id_of;
 using testing::make_ipv4_header;
 
 class RandomTree {
-public:
+  public:
     explicit RandomTree(uint32_t seed) : random_(seed) {}
 
     TreeSpec make() {
@@ -33,19 +33,20 @@ public:
         add(spec, "n0", "", NodeKind::strict, 0, 0);
         uint64_t limits = 0;
         for (const NodeSpec& node : spec.nodes) {
-            if (node.kind == NodeKind::fifo || node.kind == NodeKind::fq) limits += node.limit_packets;
+            if (node.kind == NodeKind::fifo || node.kind == NodeKind::fq)
+                limits += node.limit_packets;
         }
         // Sometimes a pool smaller than the limits, so pool_exhausted happens too.
         if (chance(4)) spec.pool_packets = static_cast<uint32_t>(std::max<uint64_t>(8, limits / 2));
         return spec;
     }
 
-private:
+  private:
     bool chance(uint32_t one_in) { return random_() % one_in == 0; }
     uint32_t uniform(uint32_t lo, uint32_t hi) { return lo + random_() % (hi - lo + 1); }
 
-    void add(TreeSpec& spec, const std::string& name, const std::string& parent, NodeKind parent_kind,
-             uint32_t position, uint32_t depth) {
+    void add(TreeSpec& spec, const std::string& name, const std::string& parent,
+             NodeKind parent_kind, uint32_t position, uint32_t depth) {
         NodeSpec node;
         node.name = name;
         node.parent = parent;
@@ -70,10 +71,13 @@ private:
             node.limit_bytes = uniform(20'000, 600'000);
             node.fq_buckets = 1u << uniform(0, 4);
             node.fq_sparse_first = chance(2);
-            if (chance(3)) node.codel = {true, uniform(1, 50) * 1000ull, uniform(50, 400) * 1000ull, chance(2)};
+            if (chance(3))
+                node.codel = {true, uniform(1, 50) * 1000ull, uniform(50, 400) * 1000ull,
+                              chance(2)};
             if (chance(3)) {
                 const uint32_t kmin = uniform(1000, 50'000);
-                node.red = {true, kmin, kmin + uniform(1000, 100'000), 0.05 * uniform(1, 20), chance(2)};
+                node.red = {true, kmin, kmin + uniform(1000, 100'000), 0.05 * uniform(1, 20),
+                            chance(2)};
             }
         }
         spec.nodes.push_back(node);
@@ -126,7 +130,8 @@ struct Stats {
 void run_one(uint32_t seed, Stats& stats) {
     RandomTree generator(seed);
     const TreeSpec spec = generator.make();
-    ASSERT_FALSE(validate(spec).has_value()) << "seed " << seed << ": " << validate(spec)->to_string();
+    ASSERT_FALSE(validate(spec).has_value())
+        << "seed " << seed << ": " << validate(spec)->to_string();
     Side burst{Scheduler::build(spec).scheduler, {}};
     Side single{Scheduler::build(spec).scheduler, {}};
     ASSERT_TRUE(burst.scheduler && single.scheduler);
@@ -166,8 +171,10 @@ void run_one(uint32_t seed, Stats& stats) {
                 }
             }
             std::vector<DroppedPacket> refused_a(n), refused_b(n);
-            const uint32_t accepted_a = burst.scheduler->enqueue(packets_a.data(), n, now, refused_a.data());
-            const uint32_t accepted_b = single.scheduler->enqueue(packets_b.data(), n, now, refused_b.data());
+            const uint32_t accepted_a =
+                burst.scheduler->enqueue(packets_a.data(), n, now, refused_a.data());
+            const uint32_t accepted_b =
+                single.scheduler->enqueue(packets_b.data(), n, now, refused_b.data());
             ASSERT_EQ(accepted_a, accepted_b) << where;
             for (uint32_t i = 0; i < n - accepted_a; ++i) {
                 ASSERT_EQ(id_of(refused_a[i].packet), id_of(refused_b[i].packet)) << where;
@@ -175,7 +182,8 @@ void run_one(uint32_t seed, Stats& stats) {
             }
         } else {
             const uint32_t max_packets = uniform(1, 64);
-            const uint64_t max_bytes = random() % 3 == 0 ? Scheduler::kUnlimitedBytes : uniform(0, 60'000);
+            const uint64_t max_bytes =
+                random() % 3 == 0 ? Scheduler::kUnlimitedBytes : uniform(0, 60'000);
             const WireCost cost = random() % 2 == 0 ? WireCost{} : WireCost{60, 24};
             const uint32_t drop_capacity = random() % 4 == 0 ? uniform(0, 2) : 64;
             const DequeueResult a = burst.scheduler->dequeue_burst(
@@ -183,7 +191,8 @@ void run_one(uint32_t seed, Stats& stats) {
             ASSERT_LE(a.packets, max_packets) << where;
             ASSERT_LE(a.budget_bytes, max_bytes) << where;
             uint64_t charged = 0;
-            for (uint32_t i = 0; i < a.packets; ++i) charged += wire(out_a[i], cost);
+            for (uint32_t i = 0; i < a.packets; ++i)
+                charged += wire(out_a[i], cost);
             ASSERT_EQ(a.budget_bytes, charged) << where;
             // The same number of single dequeues, sharing one drop array of the same capacity.
             uint32_t dropped_b = 0;
@@ -194,7 +203,8 @@ void run_one(uint32_t seed, Stats& stats) {
                 dropped_b += b.dropped;
             }
             for (uint32_t i = 0; i < a.packets; ++i) {
-                ASSERT_EQ(id_of(out_a[i]), id_of(out_b[i])) << where << " packet " << i << " of " << a.packets;
+                ASSERT_EQ(id_of(out_a[i]), id_of(out_b[i]))
+                    << where << " packet " << i << " of " << a.packets;
                 ASSERT_EQ(out_a[i].arrival_ns, out_b[i].arrival_ns) << where;
                 if (out_a[i].l3 != nullptr) {
                     ASSERT_EQ(out_a[i].l3[1], out_b[i].l3[1]) << where;  // CE marks alike
@@ -215,8 +225,8 @@ void run_one(uint32_t seed, Stats& stats) {
                 Scheduler probe = *single.scheduler;
                 Packet next;
                 std::array<DroppedPacket, 64> probe_drops;
-                const DequeueResult c = probe.dequeue(&next, 1, now, probe_drops.data(),
-                                                      drop_capacity - dropped_b);
+                const DequeueResult c =
+                    probe.dequeue(&next, 1, now, probe_drops.data(), drop_capacity - dropped_b);
                 for (size_t i = 0; i < saved.size(); ++i)
                     std::copy(saved[i].begin(), saved[i].end(), single.headers[i].begin());
                 if (c.packets == 1) {
@@ -236,7 +246,8 @@ void run_one(uint32_t seed, Stats& stats) {
             }
         }
         expect_same_counters(*burst.scheduler, *single.scheduler, where);
-        ASSERT_EQ(burst.scheduler->next_eligible_ns(now), single.scheduler->next_eligible_ns(now)) << where;
+        ASSERT_EQ(burst.scheduler->next_eligible_ns(now), single.scheduler->next_eligible_ns(now))
+            << where;
         if (::testing::Test::HasFatalFailure()) return;
     }
 }
@@ -245,8 +256,9 @@ TEST(SchedBurstTest, BudgetStopsBeforeThePacketThatWouldExceedItAndKeepsIt) {
     TreeSpec spec;
     spec.nodes = {testing::make_leaf("q", NodeKind::fifo, "")};
     std::unique_ptr<Scheduler> scheduler = testing::build_or_fail(spec);
-    const std::vector<Packet> in = {testing::make_packet(0, 1000, 0, 1), testing::make_packet(0, 1500, 0, 2),
-                                    testing::make_packet(0, 40, 0, 3), testing::make_packet(0, 9000, 0, 4)};
+    const std::vector<Packet> in = {
+        testing::make_packet(0, 1000, 0, 1), testing::make_packet(0, 1500, 0, 2),
+        testing::make_packet(0, 40, 0, 3), testing::make_packet(0, 9000, 0, 4)};
     std::array<DroppedPacket, 4> drops;
     ASSERT_EQ(scheduler->enqueue(in.data(), 4, 0, drops.data()), 4u);
     std::array<Packet, 4> out;
@@ -305,8 +317,8 @@ TEST(SchedBurstTest, LoneRunAcrossQuantaLeavesTheDeficitsOfSingleDequeues) {
         std::array<Packet, 32> out_single;
         std::array<DroppedPacket, 32> drops;
         const uint32_t wanted = 1 + random() % 32;
-        const DequeueResult r = burst->dequeue_burst(out_burst.data(), wanted, Scheduler::kUnlimitedBytes,
-                                                     2, drops.data(), 32);
+        const DequeueResult r = burst->dequeue_burst(
+            out_burst.data(), wanted, Scheduler::kUnlimitedBytes, 2, drops.data(), 32);
         for (uint32_t k = 0; k < r.packets; ++k) {
             ASSERT_EQ(single->dequeue(&out_single[k], 1, 2, drops.data(), 32).packets, 1u);
             ASSERT_EQ(id_of(out_burst[k]), id_of(out_single[k])) << "trial " << trial;
@@ -337,12 +349,13 @@ TEST(SchedBurstTest, BurstDequeueEqualsRepeatedSingleDequeueOnRandomTrees) {
     EXPECT_GT(stats.budget_stops, 100u);
     EXPECT_GT(stats.blocked_stops, 100u);
     EXPECT_GT(stats.codel_drops, 10u);
-    std::printf("bursts %llu, packets %llu, budget stops %llu, blocked stops %llu, codel drops %llu\n",
-                static_cast<unsigned long long>(stats.bursts),
-                static_cast<unsigned long long>(stats.packets),
-                static_cast<unsigned long long>(stats.budget_stops),
-                static_cast<unsigned long long>(stats.blocked_stops),
-                static_cast<unsigned long long>(stats.codel_drops));
+    std::printf(
+        "bursts %llu, packets %llu, budget stops %llu, blocked stops %llu, codel drops %llu\n",
+        static_cast<unsigned long long>(stats.bursts),
+        static_cast<unsigned long long>(stats.packets),
+        static_cast<unsigned long long>(stats.budget_stops),
+        static_cast<unsigned long long>(stats.blocked_stops),
+        static_cast<unsigned long long>(stats.codel_drops));
 }
 
 // Reclassification on random trees: flows change leaf at random, and before a flow's first
@@ -386,7 +399,8 @@ TEST(SchedBurstTest, MovedFlowsStayInOrderOnRandomTrees) {
         auto dequeue = [&](uint32_t max) {
             const DequeueResult r =
                 scheduler.dequeue(out.data(), max, now, drops.data(), uint32_t(drops.size()));
-            for (uint32_t i = 0; i < r.packets; ++i) check_out(out[i]);
+            for (uint32_t i = 0; i < r.packets; ++i)
+                check_out(out[i]);
             left += r.packets + r.dropped;
             delivered += r.packets;
             return r.packets + r.dropped;
@@ -399,8 +413,8 @@ TEST(SchedBurstTest, MovedFlowsStayInOrderOnRandomTrees) {
                     moved += scheduler.move_flow(queued_in[f], wanted[f], hash[f]);
                     queued_in[f] = wanted[f];
                 }
-                Packet p = testing::make_packet(wanted[f], 64 + random() % 1400, hash[f],
-                                                (id++) * 16 + f);
+                Packet p =
+                    testing::make_packet(wanted[f], 64 + random() % 1400, hash[f], (id++) * 16 + f);
                 DroppedPacket dropped[1];
                 ++enqueued;
                 if (scheduler.enqueue(&p, 1, now, dropped) == 0) ++left;

@@ -99,7 +99,8 @@ struct Source {
     uint32_t flows = 1024;
     Source(Traffic traffic, uint32_t flow_count) : flows(flow_count) {
         sequence.resize(1u << 16);
-        for (Packet& p : sequence) p = make(traffic);
+        for (Packet& p : sequence)
+            p = make(traffic);
     }
     Packet next() {
         const Packet p = sequence[cursor];
@@ -154,7 +155,8 @@ __attribute__((noinline)) uint64_t measured(Scheduler& s, Source& src, uint32_t 
     uint64_t delivered = 0;
     for (uint32_t i = 0; i < steps; ++i) {
         now_ns += step_ns;
-        for (uint32_t k = 0; k < per_step; ++k) in[k] = src.next();
+        for (uint32_t k = 0; k < per_step; ++k)
+            in[k] = src.next();
         s.enqueue(in, per_step, now_ns, drops);
         uint32_t n = 0;
         if (deq == Deq::burst) {
@@ -180,20 +182,21 @@ int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
                      "usage: sched_cost fq64|fq64_burst|gateway1|gateway32|gateway32_burst|"
-                     "lone_burst|fqmix[_burst]|fq64k[_burst]|fqmix64k[_burst]|fq64_1flow|fqmix_1flow [steps]\n");
+                     "lone_burst|fqmix[_burst]|fq64k[_burst]|fqmix64k[_burst]|fq64_1flow|fqmix_"
+                     "1flow [steps]\n");
         return 2;
     }
     const std::string name = argv[1];
     const uint32_t steps = argc > 2 ? static_cast<uint32_t>(std::atoi(argv[2])) : 20000;
-    const Traffic traffic = name == "lone_burst"                 ? Traffic::lone
+    const Traffic traffic = name == "lone_burst"            ? Traffic::lone
                             : name.rfind("gateway", 0) == 0 ? Traffic::gateway
                             : name.rfind("fqmix", 0) == 0   ? Traffic::fqmix
                                                             : Traffic::fq64;
     const bool lone = traffic == Traffic::lone;
     const bool fq = traffic == Traffic::fq64 || traffic == Traffic::fqmix;
-    const uint32_t flows = name.find("64k") != std::string::npos   ? 65536
+    const uint32_t flows = name.find("64k") != std::string::npos      ? 65536
                            : name.find("_1flow") != std::string::npos ? 1
-                                                                       : 1024;
+                                                                      : 1024;
     TreeSpec spec = fq ? fq_tree(flows) : gateway_tree();
     if (lone) spec.max_packet_bytes = 1500 + 18;  // MTU + Ethernet header + a VLAN tag, as compiled
     auto built = Scheduler::build(spec);
@@ -212,7 +215,7 @@ int main(int argc, char** argv) {
     if (name.find("_burst") != std::string::npos) deq = Deq::burst;
     // Virtual time: gateway at ~10G for the mean packet (avg ~3.5 kB -> ~2.8 us; lone: 1524
     // wire bytes -> ~1.22 us); fq64 far below its shaper.
-    const uint64_t step_ns = lone                         ? 1'220ull * per_step
+    const uint64_t step_ns = lone                          ? 1'220ull * per_step
                              : traffic == Traffic::gateway ? 2'800ull * per_step
                                                            : 1'000;
     // fq trees: sched_bench's depth, max(1024, flows).
@@ -222,14 +225,17 @@ int main(int argc, char** argv) {
     Packet in[kBurst];
     DroppedPacket drops[kBurst];
     for (uint32_t f = 0; f < depth; f += kBurst) {
-        for (Packet& p : in) p = src.next();
+        for (Packet& p : in)
+            p = src.next();
         s.enqueue(in, kBurst, now_ns, drops);
     }
     const uint64_t delivered = measured(s, src, steps, per_step, deq, now_ns, step_ns);
-    std::printf("%s: steps %u, packets enqueued %llu, delivered %llu, queued %llu (order fingerprint %llu)\n",
-                name.c_str(), steps, static_cast<unsigned long long>(uint64_t{steps} * per_step),
-                static_cast<unsigned long long>(delivered),
-                static_cast<unsigned long long>(s.queued_packets()),
-                static_cast<unsigned long long>(g_sink));
+    std::printf(
+        "%s: steps %u, packets enqueued %llu, delivered %llu, queued %llu (order fingerprint "
+        "%llu)\n",
+        name.c_str(), steps, static_cast<unsigned long long>(uint64_t{steps} * per_step),
+        static_cast<unsigned long long>(delivered),
+        static_cast<unsigned long long>(s.queued_packets()),
+        static_cast<unsigned long long>(g_sink));
     return 0;
 }

@@ -1,7 +1,7 @@
 // Token bucket, ECN marking and RED signal: the scheduler's building blocks on their own.
-#include <random>
-
 #include <gtest/gtest.h>
+
+#include <random>
 
 #include "sched/ecn.h"
 #include "sched/red.h"
@@ -126,10 +126,12 @@ TEST(RedTest, ProbabilityFollowsTheLinearRamp) {
     DeterministicRng rng(42);
     EXPECT_FALSE(red_signal(params, 9999, rng));
     EXPECT_TRUE(red_signal(params, 20000, rng));
-    for (const auto& [queue, expected] : {std::pair{12500u, 0.125}, {15000u, 0.25}, {19000u, 0.45}}) {
+    for (const auto& [queue, expected] :
+         {std::pair{12500u, 0.125}, {15000u, 0.25}, {19000u, 0.45}}) {
         int signals = 0;
         const int trials = 200000;
-        for (int i = 0; i < trials; ++i) signals += red_signal(params, queue, rng) ? 1 : 0;
+        for (int i = 0; i < trials; ++i)
+            signals += red_signal(params, queue, rng) ? 1 : 0;
         EXPECT_NEAR(static_cast<double>(signals) / trials, expected, 0.005) << queue;
     }
 }

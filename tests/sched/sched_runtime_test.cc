@@ -1,8 +1,8 @@
 // Runtime parameter changes and whole-tree replacement: nothing lost, nothing reordered.
+#include <gtest/gtest.h>
+
 #include <map>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
 #include "sched_test_util.h"
@@ -58,12 +58,13 @@ uint64_t drain_all(Scheduler& scheduler, OrderChecker& checker, uint32_t max = 1
     std::vector<DroppedPacket> drops(64);
     uint64_t total = 0;
     while (total < max) {
-        const DequeueResult result =
-            scheduler.dequeue(out.data(), std::min<uint32_t>(64, max - static_cast<uint32_t>(total)),
-                              0, drops.data(), 64);
+        const DequeueResult result = scheduler.dequeue(
+            out.data(), std::min<uint32_t>(64, max - static_cast<uint32_t>(total)), 0, drops.data(),
+            64);
         EXPECT_EQ(result.dropped, 0u);
         if (result.packets == 0) break;
-        for (uint32_t i = 0; i < result.packets; ++i) checker.expect_out(scheduler, out[i]);
+        for (uint32_t i = 0; i < result.packets; ++i)
+            checker.expect_out(scheduler, out[i]);
         total += result.packets;
     }
     return total;
@@ -98,7 +99,8 @@ TEST(RuntimeTest, WeightChangeTakesEffect) {
     TreeSpec spec = two_lane_tree();
     auto scheduler = build_or_fail(spec);
     std::vector<Packet> arrivals;
-    for (uint64_t i = 0; i < 8000; ++i) arrivals.push_back(make_packet(i % 2, 1000, 0, i));
+    for (uint64_t i = 0; i < 8000; ++i)
+        arrivals.push_back(make_packet(i % 2, 1000, 0, i));
     std::vector<DroppedPacket> drops(8000);
     ASSERT_EQ(scheduler->enqueue(arrivals.data(), 8000, 0, drops.data()), 8000u);
     TreeSpec changed = spec;
@@ -107,7 +109,8 @@ TEST(RuntimeTest, WeightChangeTakesEffect) {
     std::vector<Packet> out(2000);
     ASSERT_EQ(scheduler->dequeue(out.data(), 2000, 0, drops.data(), 1).packets, 2000u);
     uint64_t b_packets = 0;
-    for (const Packet& packet : out) b_packets += packet.leaf == 1;
+    for (const Packet& packet : out)
+        b_packets += packet.leaf == 1;
     EXPECT_NEAR(static_cast<double>(b_packets) / 2000.0, 0.75, 0.01);
 }
 
@@ -204,7 +207,8 @@ TEST(RuntimeTest, ReplaceTreeMigratesByNameWithoutLossOrReordering) {
     for (;;) {
         const DequeueResult result = new_tree->dequeue(buffer.data(), 64, 0, drops.data(), 64);
         if (result.packets == 0) break;
-        for (uint32_t i = 0; i < result.packets; ++i) checker.expect_out(*new_tree, buffer[i]);
+        for (uint32_t i = 0; i < result.packets; ++i)
+            checker.expect_out(*new_tree, buffer[i]);
         out += result.packets;
     }
     EXPECT_EQ(in, out);
@@ -214,7 +218,8 @@ TEST(RuntimeTest, MigrationIsAllOrNothing) {
     TreeSpec old_spec = two_lane_tree();
     auto old_tree = build_or_fail(old_spec);
     std::vector<Packet> arrivals;
-    for (uint64_t i = 0; i < 100; ++i) arrivals.push_back(make_packet(i % 2, 100, 0, i));
+    for (uint64_t i = 0; i < 100; ++i)
+        arrivals.push_back(make_packet(i % 2, 100, 0, i));
     std::vector<DroppedPacket> drops(100);
     ASSERT_EQ(old_tree->enqueue(arrivals.data(), 100, 0, drops.data()), 100u);
 
@@ -266,7 +271,8 @@ TEST(RuntimeTest, HeldNodeIsSkippedUntilItsTime) {
     DroppedPacket dropped[8];
     DequeueResult r = s->dequeue(out, 64, 100, dropped, 8);
     ASSERT_EQ(r.packets, 10u);  // inference only
-    for (uint32_t i = 0; i < r.packets; ++i) EXPECT_EQ(out[i].leaf, 0);
+    for (uint32_t i = 0; i < r.packets; ++i)
+        EXPECT_EQ(out[i].leaf, 0);
     EXPECT_EQ(s->next_eligible_ns(200), 5000u);  // the hold's end, for a virtual link
     EXPECT_EQ(s->dequeue(out, 64, 4999, dropped, 8).packets, 0u);
     r = s->dequeue(out, 64, 5000, dropped, 8);

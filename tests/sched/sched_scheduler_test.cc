@@ -1,10 +1,10 @@
 // Scheduling behaviour of the tree: DRR shares, strict priority, caps and shapers, fq fairness,
 // limits, conservation. All in virtual time.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
 #include "sched_test_util.h"
@@ -39,8 +39,8 @@ uint32_t drain(Scheduler& scheduler, uint32_t max, uint64_t now, Output& output)
 uint32_t offer(Scheduler& scheduler, const std::vector<Packet>& packets, uint64_t now,
                std::vector<DroppedPacket>* drops_out = nullptr) {
     std::vector<DroppedPacket> drops(packets.size());
-    const uint32_t accepted = scheduler.enqueue(packets.data(), static_cast<uint32_t>(packets.size()),
-                                                now, drops.data());
+    const uint32_t accepted =
+        scheduler.enqueue(packets.data(), static_cast<uint32_t>(packets.size()), now, drops.data());
     if (drops_out != nullptr) {
         drops_out->insert(drops_out->end(), drops.begin(),
                           drops.begin() + (packets.size() - accepted));
@@ -68,12 +68,14 @@ TEST(SchedulerTest, DrrWeightsOneTwoFourGiveByteSharesWithinOnePercent) {
         for (uint16_t leaf = 0; leaf < 3; ++leaf) {  // keep every leaf backlogged
             std::vector<Packet> arrivals;
             const uint64_t depth = scheduler->leaf_counters(leaf).depth_packets;
-            for (uint64_t d = depth; d < 128; ++d) arrivals.push_back(make_packet(leaf, size(random)));
+            for (uint64_t d = depth; d < 128; ++d)
+                arrivals.push_back(make_packet(leaf, size(random)));
             ASSERT_EQ(offer(*scheduler, arrivals, 0), arrivals.size());
         }
         const DequeueResult result = scheduler->dequeue(out.data(), kBurst, 0, drops.data(), 1);
         ASSERT_EQ(result.packets, kBurst);
-        for (uint32_t i = 0; i < result.packets; ++i) bytes[out[i].leaf] += out[i].length_bytes;
+        for (uint32_t i = 0; i < result.packets; ++i)
+            bytes[out[i].leaf] += out[i].length_bytes;
         packets_out += result.packets;
     }
     const double total = static_cast<double>(bytes[0] + bytes[1] + bytes[2]);
@@ -99,14 +101,15 @@ TEST(SchedulerTest, StrictNeverServesLowerWhileHigherBacklogged) {
     for (int step = 0; step < 50000; ++step) {
         std::vector<Packet> arrivals;
         for (uint32_t n = random() % 3; n > 0; --n) {
-            arrivals.push_back(make_packet(static_cast<uint16_t>(random() % 4), 64 + random() % 1400));
+            arrivals.push_back(
+                make_packet(static_cast<uint16_t>(random() % 4), 64 + random() % 1400));
         }
         offer(*scheduler, arrivals, step);
         uint32_t best_backlogged = 4;  // leaf index with the lowest priority value
         for (uint16_t leaf = 0; leaf < 4; ++leaf) {
             if (scheduler->leaf_counters(leaf).depth_packets == 0) continue;
-            if (best_backlogged == 4 || spec.nodes[leaf + 1].priority <
-                                            spec.nodes[best_backlogged + 1].priority) {
+            if (best_backlogged == 4 ||
+                spec.nodes[leaf + 1].priority < spec.nodes[best_backlogged + 1].priority) {
                 best_backlogged = leaf;
             }
         }
@@ -137,8 +140,10 @@ std::vector<uint64_t> run_saturated(Scheduler& scheduler, uint32_t packet_bytes,
             }
             offer(scheduler, arrivals, now);
         }
-        const DequeueResult result = scheduler.dequeue(out.data(), kBurst, now, drops.data(), kBurst);
-        for (uint32_t i = 0; i < result.packets; ++i) bytes[out[i].leaf] += out[i].length_bytes;
+        const DequeueResult result =
+            scheduler.dequeue(out.data(), kBurst, now, drops.data(), kBurst);
+        for (uint32_t i = 0; i < result.packets; ++i)
+            bytes[out[i].leaf] += out[i].length_bytes;
         const uint64_t next = scheduler.next_eligible_ns(now);
         EXPECT_NE(next, Scheduler::kNever);
         EXPECT_GE(next, now);
@@ -270,7 +275,8 @@ TEST(SchedulerTest, FqServesNewSparseFlowFirst) {
     auto scheduler = build_or_fail(spec);
     ASSERT_TRUE(scheduler);
     std::vector<Packet> bulk;
-    for (uint64_t i = 0; i < 100; ++i) bulk.push_back(make_packet(0, 1500, 7, i));
+    for (uint64_t i = 0; i < 100; ++i)
+        bulk.push_back(make_packet(0, 1500, 7, i));
     offer(*scheduler, bulk, 0);
     Output output;
     drain(*scheduler, 10, 0, output);  // bulk flow spends its fresh quantum, becomes old
@@ -294,7 +300,8 @@ TEST(SchedulerTest, TailDropAtPacketLimit) {
     spec.nodes.push_back(make_leaf("q", NodeKind::fifo, "", 10));
     auto scheduler = build_or_fail(spec);
     std::vector<Packet> arrivals;
-    for (uint64_t i = 0; i < 15; ++i) arrivals.push_back(make_packet(0, 100, 0, i));
+    for (uint64_t i = 0; i < 15; ++i)
+        arrivals.push_back(make_packet(0, 100, 0, i));
     std::vector<DroppedPacket> drops;
     EXPECT_EQ(offer(*scheduler, arrivals, 0, &drops), 10u);
     ASSERT_EQ(drops.size(), 5u);
@@ -316,7 +323,7 @@ TEST(SchedulerTest, TailDropAtByteLimit) {
     spec.nodes.push_back(make_leaf("q", NodeKind::fifo, "", 1000, 10000));
     auto scheduler = build_or_fail(spec);
     std::vector<Packet> arrivals(7, make_packet(0, 1500));  // the 7th would need 10500 bytes
-    arrivals.push_back(make_packet(0, 1000));              // exactly fills 10000 bytes
+    arrivals.push_back(make_packet(0, 1000));               // exactly fills 10000 bytes
     std::vector<DroppedPacket> drops;
     EXPECT_EQ(offer(*scheduler, arrivals, 0, &drops), 7u);
     ASSERT_EQ(drops.size(), 1u);
@@ -337,7 +344,8 @@ TEST(SchedulerTest, PoolExhaustionIsCountedAndRecovers) {
     auto scheduler = build_or_fail(spec);
     ASSERT_EQ(scheduler->pool_capacity(), 12u);
     std::vector<Packet> arrivals(10, make_packet(0, 100));
-    for (int i = 0; i < 10; ++i) arrivals.push_back(make_packet(1, 100));
+    for (int i = 0; i < 10; ++i)
+        arrivals.push_back(make_packet(1, 100));
     std::vector<DroppedPacket> drops;
     EXPECT_EQ(offer(*scheduler, arrivals, 0, &drops), 12u);
     EXPECT_EQ(drops.size(), 8u);
@@ -355,10 +363,11 @@ TEST(SchedulerTest, UnknownLeafAndOversizeAreDroppedWithReason) {
     spec.nodes.push_back(make_leaf("q", NodeKind::fifo, ""));
     auto scheduler = build_or_fail(spec);
     std::vector<DroppedPacket> drops;
-    EXPECT_EQ(offer(*scheduler, {make_packet(3, 100), make_packet(0, 9217), make_packet(0, 0),
-                                 make_packet(0, 9216)},
-                    0, &drops),
-              1u);
+    EXPECT_EQ(
+        offer(*scheduler,
+              {make_packet(3, 100), make_packet(0, 9217), make_packet(0, 0), make_packet(0, 9216)},
+              0, &drops),
+        1u);
     ASSERT_EQ(drops.size(), 3u);
     EXPECT_EQ(drops[0].reason, DropReason::unknown_leaf);
     EXPECT_EQ(drops[1].reason, DropReason::oversize);
@@ -446,8 +455,10 @@ TEST(SchedulerTest, ConservationAndPerFlowOrderUnderRandomWorkload) {
     for (int i = 0; i < 100000 && scheduler->queued_packets() > 0; ++i) {
         Output output;
         drain(*scheduler, 64, now, output);
-        for (const Packet& packet : output.packets) ASSERT_EQ(seen[id_of(packet)]++, 0);
-        for (const DroppedPacket& drop : output.drops) ASSERT_EQ(seen[id_of(drop.packet)]++, 0);
+        for (const Packet& packet : output.packets)
+            ASSERT_EQ(seen[id_of(packet)]++, 0);
+        for (const DroppedPacket& drop : output.drops)
+            ASSERT_EQ(seen[id_of(drop.packet)]++, 0);
         now = std::max(scheduler->next_eligible_ns(now), now + 1);
     }
     EXPECT_EQ(scheduler->queued_packets(), 0u);
@@ -467,7 +478,7 @@ TEST(SchedulerTest, SojournCountersAndNextEligible) {
     offer(*scheduler, {make_packet(0, 1000), make_packet(0, 1000)}, 100);
     EXPECT_EQ(scheduler->next_eligible_ns(100), 100u);
     Output output;
-    EXPECT_EQ(drain(*scheduler, 2, 100, output), 1u);  // second waits for tokens
+    EXPECT_EQ(drain(*scheduler, 2, 100, output), 1u);   // second waits for tokens
     EXPECT_EQ(scheduler->next_eligible_ns(100), 600u);  // 500 bytes of debt at 1 byte/ns
     EXPECT_EQ(drain(*scheduler, 2, 599, output), 0u);
     EXPECT_EQ(drain(*scheduler, 2, 600, output), 1u);
@@ -484,8 +495,8 @@ TEST(SchedulerTest, SojournCountersAndNextEligible) {
 void expect_leaf_conservation(const Scheduler& scheduler, uint16_t leaf) {
     const QueueCounters c = scheduler.leaf_counters(leaf);
     // packets_in counts admitted packets: CoDel drops were admitted, tail drops were not.
-    EXPECT_EQ(c.packets_in, c.packets_out + c.drops(DropReason::codel) + c.depth_packets +
-                                c.migrated_out_packets)
+    EXPECT_EQ(c.packets_in,
+              c.packets_out + c.drops(DropReason::codel) + c.depth_packets + c.migrated_out_packets)
         << scheduler.leaf_name(leaf);
 }
 
@@ -515,13 +526,14 @@ TEST(SchedulerTest, MoveFlowKeepsTheFlowInOrderAcrossLeaves) {
     ASSERT_EQ(offer(*scheduler, before, 0), before.size());
     Output output;
     drain(*scheduler, 3, 0, output);  // the burst allowance of "hi"
-    EXPECT_EQ(scheduler->move_flow(hi, lo, kFlow), 40u - uint32_t(std::count_if(
-        output.packets.begin(), output.packets.end(),
-        [](const Packet& p) { return p.flow_hash == kFlow; })));
+    EXPECT_EQ(scheduler->move_flow(hi, lo, kFlow),
+              40u - uint32_t(std::count_if(output.packets.begin(), output.packets.end(),
+                                           [](const Packet& p) { return p.flow_hash == kFlow; })));
     EXPECT_EQ(scheduler->move_flow(hi, lo, kFlow), 0u);  // nothing left to move
     EXPECT_EQ(scheduler->move_flow(lo, lo, kFlow), 0u);
     std::vector<Packet> after;
-    for (uint64_t i = 40; i < 60; ++i) after.push_back(make_packet(lo, 1000, kFlow, i));
+    for (uint64_t i = 40; i < 60; ++i)
+        after.push_back(make_packet(lo, 1000, kFlow, i));
     ASSERT_EQ(offer(*scheduler, after, 1), after.size());
     for (uint64_t now = 1; scheduler->queued_packets() != 0; now += 10'000) {
         drain(*scheduler, kBurst, now, output);
@@ -559,23 +571,27 @@ TEST(SchedulerTest, MoveFlowEmptyingALeafInTheMiddleOfADrrRing) {
     std::vector<Packet> arrivals;
     uint64_t id = 0;
     for (uint16_t leaf = 0; leaf < 4; ++leaf)
-        for (int i = 0; i < 5; ++i) arrivals.push_back(make_packet(leaf, 500, leaf, id++));
+        for (int i = 0; i < 5; ++i)
+            arrivals.push_back(make_packet(leaf, 500, leaf, id++));
     ASSERT_EQ(offer(*scheduler, arrivals, 0), arrivals.size());
     Output output;
-    drain(*scheduler, 1, 0, output);  // "a" at the head, b..d behind it
+    drain(*scheduler, 1, 0, output);               // "a" at the head, b..d behind it
     EXPECT_EQ(scheduler->move_flow(2, 3, 2), 5u);  // "c" empties in the middle of the ring
     EXPECT_EQ(scheduler->move_flow(1, 0, 1), 5u);  // "b" too
     drain(*scheduler, 1000, 0, output);
     EXPECT_EQ(scheduler->queued_packets(), 0u);
     std::vector<uint64_t> ids;
-    for (const Packet& p : output.packets) ids.push_back(id_of(p));
+    for (const Packet& p : output.packets)
+        ids.push_back(id_of(p));
     std::sort(ids.begin(), ids.end());
     ASSERT_EQ(ids.size(), 20u);
-    for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(ids[i], i);
+    for (uint64_t i = 0; i < 20; ++i)
+        EXPECT_EQ(ids[i], i);
     ASSERT_EQ(offer(*scheduler, {make_packet(2, 500, 2, 100)}, 1), 1u);
     Output again;
     EXPECT_EQ(drain(*scheduler, 10, 1, again), 1u);
-    for (uint16_t leaf = 0; leaf < 4; ++leaf) expect_leaf_conservation(*scheduler, leaf);
+    for (uint16_t leaf = 0; leaf < 4; ++leaf)
+        expect_leaf_conservation(*scheduler, leaf);
 }
 
 }  // namespace

@@ -50,7 +50,8 @@ TEST(TreeSpecTest, ErrorMessageNamesNodeAndField) {
     spec.nodes[3].weight = 0;
     const auto problem = validate(spec);
     ASSERT_TRUE(problem);
-    EXPECT_EQ(problem->to_string(), "node 'nccl': field 'weight': must be in [1, 65536] under a drr parent");
+    EXPECT_EQ(problem->to_string(),
+              "node 'nccl': field 'weight': must be in [1, 65536] under a drr parent");
 }
 
 TEST(TreeSpecTest, RejectsCycle) {
@@ -175,8 +176,8 @@ TEST(TreeSpecTest, RejectsTooDeepTree) {
     TreeSpec spec;
     spec.nodes.push_back(make_node("n0", NodeKind::drr));
     for (int i = 1; i < 20; ++i) {
-        spec.nodes.push_back(make_node("n" + std::to_string(i), NodeKind::drr,
-                                       "n" + std::to_string(i - 1)));
+        spec.nodes.push_back(
+            make_node("n" + std::to_string(i), NodeKind::drr, "n" + std::to_string(i - 1)));
     }
     spec.nodes.push_back(make_leaf("leaf", NodeKind::fifo, "n19"));
     const auto problem = validate(spec);

@@ -2,12 +2,12 @@
 // Test-only; not part of the library.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "sched/ecn.h"
 #include "sched/scheduler.h"
@@ -53,9 +53,26 @@ inline uint64_t id_of(const Packet& packet) {
 
 // A 20-byte IPv4 header with a valid checksum and the given TOS byte.
 inline std::vector<uint8_t> make_ipv4_header(uint8_t tos, uint16_t id = 0x1234) {
-    std::vector<uint8_t> header = {0x45, tos,  0x05, 0xdc, static_cast<uint8_t>(id >> 8),
-                                   static_cast<uint8_t>(id), 0x40, 0x00, 0x40, 0x11,
-                                   0x00, 0x00, 10,   0,    0,    1,    10,   0,    0,    2};
+    std::vector<uint8_t> header = {0x45,
+                                   tos,
+                                   0x05,
+                                   0xdc,
+                                   static_cast<uint8_t>(id >> 8),
+                                   static_cast<uint8_t>(id),
+                                   0x40,
+                                   0x00,
+                                   0x40,
+                                   0x11,
+                                   0x00,
+                                   0x00,
+                                   10,
+                                   0,
+                                   0,
+                                   1,
+                                   10,
+                                   0,
+                                   0,
+                                   2};
     const uint16_t checksum = ipv4_header_checksum(header.data(), 20);
     header[10] = static_cast<uint8_t>(checksum >> 8);
     header[11] = static_cast<uint8_t>(checksum);
