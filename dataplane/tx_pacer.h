@@ -24,20 +24,19 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "sched/ethernet_wire.h"
 #include "sched/scheduler.h"
 
 namespace twinlane::dataplane {
 
 class TxPacer {
   public:
-    // Wire overhead per frame not in its length: FCS, preamble + SFD, inter-frame gap.
-    static constexpr uint32_t kWireOverheadBytes = 4 + 8 + 12;
-    static constexpr uint32_t kMinFrameBytes = 60;  // without FCS; shorter frames are padded
-    // What the pacer counts for a frame of `frame_bytes` (without FCS), and the same as the
-    // scheduler's dequeue_burst charges it.
-    static constexpr sched::WireCost kWireCost{kMinFrameBytes, kWireOverheadBytes};
+    // What the pacer counts for a frame (sched::wire_bytes), and the same as the scheduler's
+    // dequeue_burst charges it.
+    static constexpr sched::WireCost kWireCost{sched::kMinFrameBytesWithoutFcs,
+                                               sched::kWireOverheadBytes};
     static constexpr uint64_t wire_bytes(uint32_t frame_bytes) {
-        return std::max(frame_bytes, kMinFrameBytes) + kWireOverheadBytes;
+        return sched::wire_bytes(frame_bytes);
     }
     // Longest loop pass the budget grows to cover (link time).
     static constexpr uint64_t kMaxPassNs = 1'000'000;

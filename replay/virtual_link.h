@@ -1,26 +1,19 @@
 // A virtual Ethernet link of a given rate: how long a frame occupies the wire.
 //
 // Frames as captured carry no preamble, start-of-frame delimiter, inter-frame gap or FCS, yet
-// all of them take link time: each frame costs max(frame, 60) + 4 (FCS) + 8 (preamble, SFD)
-// + 12 (IFG) bytes of wire time. Serialisation times are exact over a whole run: the
-// fractional nanosecond left by each frame is carried into the next, so 10^6 frames at 10G
-// end exactly where the bit count says. Pure value type; not thread-safe.
+// all of them take link time: each frame costs sched::wire_bytes (sched/ethernet_wire.h).
+// Serialisation times are exact over a whole run: the fractional nanosecond left by each frame is
+// carried into the next, so 10^6 frames at 10G end exactly where the bit count says. Pure value
+// type; not thread-safe.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
+
+#include "sched/ethernet_wire.h"
 
 namespace twinlane::replay {
 
-inline constexpr uint32_t kMinFrameBytesWithoutFcs = 60;
-inline constexpr uint32_t kFcsBytes = 4;
-inline constexpr uint32_t kPreambleSfdBytes = 8;
-inline constexpr uint32_t kInterFrameGapBytes = 12;
-
-constexpr uint64_t wire_bytes(uint32_t frame_bytes) {
-    return std::max(frame_bytes, kMinFrameBytesWithoutFcs) + kFcsBytes + kPreambleSfdBytes +
-           kInterFrameGapBytes;
-}
+using sched::wire_bytes;
 
 class VirtualLink {
   public:

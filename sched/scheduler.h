@@ -54,7 +54,7 @@ struct DequeueResult {
 
 // How dequeue_burst charges a packet against its byte budget: max(length_bytes,
 // min_frame_bytes) + overhead_bytes. {0, 0} charges length_bytes; a TX pacer counting wire
-// bytes uses {60, 24} (minimum frame without FCS; FCS + preamble + inter-frame gap).
+// bytes uses sched/ethernet_wire.h's {kMinFrameBytesWithoutFcs, kWireOverheadBytes}.
 struct WireCost {
     uint32_t min_frame_bytes = 0;
     uint32_t overhead_bytes = 0;

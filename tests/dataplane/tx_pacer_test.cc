@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace twinlane::dataplane {
 namespace {
 
@@ -86,6 +88,16 @@ TEST(TxPacer, MinimumFrameIsCountedAsSixtyBytes) {
     TxPacer pacer(k10G, 1000);
     pacer.on_transmit(10);
     EXPECT_EQ(pacer.backlog_bytes(), 84u);
+}
+
+// The scheduler's byte budget (dequeue_burst with kWireCost) and the pacer count a frame alike.
+TEST(TxPacer, ChargesWhatTheSchedulersWireCostCharges) {
+    for (const uint32_t frame : {1u, 59u, 60u, 61u, 1514u, 9018u}) {
+        const uint64_t charged =
+            std::max(frame, TxPacer::kWireCost.min_frame_bytes) + TxPacer::kWireCost.overhead_bytes;
+        EXPECT_EQ(charged, TxPacer::wire_bytes(frame)) << frame;
+    }
+    EXPECT_EQ(TxPacer::wire_bytes(1514), 1538u);
 }
 
 }  // namespace
