@@ -87,7 +87,8 @@ constexpr unsigned kPoolCacheMbufs = 256;
 namespace {
 
 // Egress ports whose lane rings carry packets: some RX lcore forwarding to them does not
-// schedule them itself (run to completion admits directly and leaves its rings empty).
+// schedule them itself (run to completion admits directly and leaves its rings empty). The
+// pools' ring share and the scheduler lcore's polling of the rings both follow this.
 std::vector<bool> ring_fed_egress(const Pipeline& p, const LcorePlan& plan) {
     std::vector<bool> fed(p.policy->ports.size(), false);
     for (const LcoreRole& role : plan.lcores) {
@@ -353,12 +354,9 @@ bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error) {
         }
         p.lcores.push_back(std::move(ctx));
     }
-    for (const std::unique_ptr<EgressTask>& e : p.egress) {
-        e->ring_fed = false;
-        for (const std::unique_ptr<LcoreContext>& ctx : p.lcores)
-            for (const RxTask& task : ctx->rx)
-                if (task.lanes == e->lanes && task.local_egress != e.get()) e->ring_fed = true;
-    }
+    const std::vector<bool> ring_fed = ring_fed_egress(p, plan);
+    for (const std::unique_ptr<EgressTask>& e : p.egress)
+        e->ring_fed = ring_fed[e->policy_port];
     return true;
 }
 
