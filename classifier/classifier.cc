@@ -98,6 +98,7 @@ FlowDecision Classifier::decide(const PacketKey& key) const {
 // state is read when the rules changed, the elephant verdict flipped, or a change is pending.
 __attribute__((always_inline)) inline void Classifier::touch_flow(FlowEntry& entry,
                                                                   const PacketKey& key,
+                                                                  uint32_t flow_hash,
                                                                   uint32_t wire_length,
                                                                   uint64_t now_ns, bool fresh) {
     const uint64_t last_seen_ns = entry.last_seen_ns;
@@ -128,7 +129,8 @@ __attribute__((always_inline)) inline void Classifier::touch_flow(FlowEntry& ent
                 last_seen_ns >= elephant_window_start_ns_ && !fresh ? entry.window_bytes : 0;
             const uint64_t window = std::min<uint64_t>(counted + wire_length, UINT32_MAX);
             entry.window_bytes = uint32_t(window);
-            if (window > config_.elephant_threshold_bytes) {
+            if (window > config_.elephant_threshold_bytes &&
+                (held_ == nullptr || !held_->held(flow_hash))) {
                 entry.elephant = true;
                 ++counters_.elephants_detected;
                 changed = true;
@@ -281,7 +283,7 @@ __attribute__((always_inline)) inline void Classifier::finish(const Prepared& p,
         FlowEntry* entry = found;
         if (entry == nullptr && flows_.capacity() != 0) entry = flows_.find(p.key, p.hash);
         if (entry != nullptr) [[likely]] {
-            touch_flow(*entry, p.key, wire_length, now_ns, false);
+            touch_flow(*entry, p.key, p.hash, wire_length, now_ns, false);
             applied = entry->applied();
         } else {
             if (flows_.capacity() != 0) {
@@ -293,7 +295,7 @@ __attribute__((always_inline)) inline void Classifier::finish(const Prepared& p,
                 }
             }
             if (entry != nullptr) {
-                touch_flow(*entry, p.key, wire_length, now_ns, true);
+                touch_flow(*entry, p.key, p.hash, wire_length, now_ns, true);
                 applied = entry->applied();
             } else {
                 applied = decide(p.key);

@@ -27,6 +27,7 @@
 #include "classifier/config.h"
 #include "classifier/flow_table.h"
 #include "classifier/fragment_cache.h"
+#include "classifier/held_flows.h"
 #include "classifier/parser.h"
 #include "classifier/result.h"
 #include "classifier/rule_table.h"
@@ -96,6 +97,10 @@ class Classifier {
     // counters: call between bursts, not per packet.
     void use_rules(const CompiledRuleTable& rules);
 
+    // Flows the elephant heuristic leaves alone while they are held (held_flows.h); nullptr:
+    // none. Set before the first packet; the set outlives the classifier.
+    void set_held_flows(const HeldFlows* held) { held_ = held; }
+
     const CompiledRuleTable& rules() const { return *rules_; }
     const ClassifierCounters& counters() const { return counters_; }
     const FlowTable& flows() const { return flows_; }
@@ -135,8 +140,8 @@ class Classifier {
     void finish(const Prepared& prepared, FlowEntry* found, uint32_t wire_length, uint64_t now_ns,
                 Result& result);
     FlowDecision decide(const PacketKey& key) const;
-    void touch_flow(FlowEntry& entry, const PacketKey& key, uint32_t wire_length, uint64_t now_ns,
-                    bool fresh);
+    void touch_flow(FlowEntry& entry, const PacketKey& key, uint32_t flow_hash,
+                    uint32_t wire_length, uint64_t now_ns, bool fresh);
     void reconsider(FlowEntry& entry, uint64_t gap_ns, bool fresh);
     // Moves the elephant window (aligned to multiples of elephant_window_ns) to `now_ns`.
     void advance_elephant_window(uint64_t now_ns) {
@@ -168,8 +173,9 @@ class Classifier {
     uint8_t moved_from_class_ = kNoPreviousClass;
     uint32_t moved_from_job_ = 0;
     uint64_t elephant_window_start_ns_ = 0;  // start of the elephant window `now` is in
-    bool swept_ = false;                     // classify_burst has started an ageing sweep
-    uint64_t sweep_start_ns_ = 0;            // when it started the current one
+    const HeldFlows* held_ = nullptr;
+    bool swept_ = false;           // classify_burst has started an ageing sweep
+    uint64_t sweep_start_ns_ = 0;  // when it started the current one
 };
 
 }  // namespace twinlane::classifier

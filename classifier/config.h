@@ -48,7 +48,8 @@ struct ClassifierConfig {
 
     // Elephant detection: a flow not decided by an explicit rule that sends more than
     // elephant_threshold_bytes within one elephant_window_ns window moves to bulk_class; it
-    // returns to its own class once idle for elephant_quiet_ns. 0 threshold disables.
+    // returns to its own class once idle for elephant_quiet_ns. 0 threshold disables. Flows
+    // an SLO governor holds downgraded are left alone (Classifier::set_held_flows).
     uint64_t elephant_threshold_bytes = 0;  // defaults(): 32 MiB
     uint64_t elephant_window_ns = 0;        // defaults(): 1 s
     uint64_t elephant_quiet_ns = 0;         // defaults(): 200 ms (must be >= reclass_gap_ns)

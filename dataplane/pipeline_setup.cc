@@ -260,6 +260,7 @@ bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
         if (!compiled.slo.empty()) {
             task->governor =
                 std::make_unique<slo::SloGovernor>(compiled.slo, static_cast<uint32_t>(lanes));
+            task->governor->set_held_flows(p.held_flows.get());
             if (auto problem = task->governor->bind(task->scheduler.get(), &task->leaves)) {
                 error = "port '" + port.name + "': slo: " + *problem;
                 return false;
@@ -347,6 +348,7 @@ bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error) {
         if (!ctx->rx.empty()) {
             try {
                 ctx->classifier = std::make_unique<classifier::Classifier>(p.compiled.classifier);
+                ctx->classifier->set_held_flows(p.held_flows.get());
             } catch (const std::exception& e) {
                 error = std::string("classifier: ") + e.what();
                 return false;

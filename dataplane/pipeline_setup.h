@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "classifier/held_flows.h"
 #include "conf/compile.h"
 #include "conf/policy.h"
 #include "dataplane/daemon_control.h"
@@ -46,6 +47,9 @@ struct Pipeline {
     std::vector<std::optional<size_t>> egress_of;  // policy port -> index into egress
     std::map<int, std::unique_ptr<rte_mempool, PoolDeleter>> pools;  // by socket
     std::vector<std::unique_ptr<rte_ring, RingDeleter>> rings;
+    // The SLO governors' downgraded flows, which the RX lcores' classifiers make no elephants
+    // of (classifier/held_flows.h); before egress and lcores, which point into it.
+    std::unique_ptr<classifier::HeldFlows> held_flows = std::make_unique<classifier::HeldFlows>();
     std::vector<std::unique_ptr<EgressTask>> egress;  // same order as compiled.egress
     std::vector<std::unique_ptr<LcoreContext>> lcores;
     std::vector<uint16_t> started_ports;

@@ -369,6 +369,7 @@ int run(const ReplayArgs& args) {
         classifier::Classifier classifier(setup->compiled.classifier);
         std::unique_ptr<replay::Discipline> discipline = make_discipline(name, *setup);
         if (!discipline) return 2;
+        classifier.set_held_flows(discipline->held_flows());
         auto report = std::make_unique<replay::ReplayReport>(name, setup->link_rate_bps,
                                                              setup->compiled.classifier.class_names,
                                                              setup->bulk_class, 1'000'000);

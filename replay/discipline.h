@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "classifier/held_flows.h"
 #include "sched/packet.h"
 #include "slo/governor.h"
 
@@ -52,6 +53,9 @@ class Discipline {
     virtual void advance(uint64_t /*now_ns*/) {}
     virtual void finished(uint64_t /*end_ns*/) {}
     virtual std::vector<slo::ClassMove>* class_moves() { return nullptr; }
+    // Flows it holds in another class for now (SLO downgrades), which the classifier makes no
+    // elephants of (classifier/held_flows.h); nullptr: none.
+    virtual const classifier::HeldFlows* held_flows() const { return nullptr; }
     // Packets the discipline dropped outside enqueue/dequeue (an SLO downgrade into a full
     // lower class), reported after class_moves(); the engine empties it. nullptr: none.
     virtual std::vector<ReplayDrop>* other_drops() { return nullptr; }

@@ -30,10 +30,12 @@ class SchedulerDiscipline final : public Discipline, private slo::DropHandler {
         governor_ = std::make_unique<slo::SloGovernor>(
             slo, lane_count(), slo::GovernorOptions{.keep_windows = true, .keep_events = true});
         governor_->set_move_sink(&moves_);
+        governor_->set_held_flows(&held_flows_);
         governor_->set_drop_handler(this);
         return governor_->bind(scheduler_.get(), &leaves_);
     }
     const slo::SloGovernor* governor() const { return governor_.get(); }
+    const classifier::HeldFlows* held_flows() const override { return &held_flows_; }
 
     std::string_view name() const override { return "twinlane"; }
     void enqueue(sched::Packet& packet, uint8_t class_id, uint32_t job_id, uint64_t now_ns,
@@ -115,6 +117,7 @@ class SchedulerDiscipline final : public Discipline, private slo::DropHandler {
             governor_drops_.push_back({d[i].packet, sched::to_string(d[i].reason)});
     }
 
+    classifier::HeldFlows held_flows_;  // before governor_, which releases into it
     std::unique_ptr<slo::SloGovernor> governor_;
     std::vector<slo::ClassMove> moves_;
     std::vector<ReplayDrop> governor_drops_;

@@ -148,6 +148,13 @@ SloGovernor::SloGovernor(const SloTreeSpec& spec, uint32_t lane_count, GovernorO
     }
 }
 
+SloGovernor::~SloGovernor() {
+    if (held_ == nullptr) return;
+    for (const auto& c : classes_)
+        for (const Override& o : c->overrides)
+            if (o.used) held_->release(o.flow_hash);
+}
+
 std::optional<std::string> SloGovernor::bind(sched::Scheduler* scheduler,
                                              const admission::LeafMap* leaves) {
     scheduler_ = nullptr;
@@ -213,6 +220,7 @@ bool SloGovernor::insert_override(ClassState& c, uint32_t flow_hash, uint32_t jo
     }
     c.overrides[at] = Override{.flow_hash = flow_hash, .job = job, .used = true};
     ++c.override_count;
+    if (held_ != nullptr) held_->hold(flow_hash);
     return true;
 }
 
@@ -235,6 +243,7 @@ bool SloGovernor::erase_override(ClassState& c, uint32_t flow_hash) {
     }
     c.overrides[hole] = Override{};
     --c.override_count;
+    if (held_ != nullptr) held_->release(flow_hash);
     return true;
 }
 
@@ -609,8 +618,9 @@ uint32_t SloGovernor::follow_reclassification(uint8_t old_lane, uint32_t old_job
     if (to.below != nullptr && from.below != to.below) to.below->queued += moved.packets;
     if (from.cls != to.cls) record_move(from.cls, to.cls, moved.packets, moved.bytes);
     if (from.below != nullptr && lane != old_lane) {
-        // The classifier took the flow out of the class that downgraded it (an elephant, a
-        // new rule): it is no longer that class's to keep down or bring back. Its packets
+        // The classifier took the flow out of the class that downgraded it (a new rule; or an
+        // elephant verdict an RX lcore reached before it saw the hold): it is no longer that
+        // class's to keep down or bring back. Its packets
         // went with it; the class forgets it now rather than "returning" it later, which
         // would be logged as a control action that moves nothing.
         ClassState& c = *classes_[static_cast<size_t>(class_of_lane_[old_lane])];

@@ -28,7 +28,9 @@
 // packet happen in one place and one order, with no cross-lcore hand-over (the classifier runs
 // on the RX lcores); it is the reclassification path all the same (move_flow before the first
 // packet in the new leaf), taken by the scheduler's owner. Flows are named by their 32-bit
-// flow hash, as the fq leaves and move_flow name them: colliding flows share a fate.
+// flow hash, as the fq leaves and move_flow name them: colliding flows share a fate. The one
+// thing the classifiers learn: which flows are down (classifier/held_flows.h), so that their
+// elephant heuristic does not take a flow out of the governor's hands before it returns.
 #pragma once
 
 #include <array>
@@ -42,6 +44,7 @@
 
 #include "admission/lanes.h"
 #include "admission/leaf_map.h"
+#include "classifier/held_flows.h"
 #include "sched/relaxed_counter.h"
 #include "sched/scheduler.h"
 #include "slo/controller.h"
@@ -169,6 +172,7 @@ class SloGovernor {
     SloGovernor(const SloTreeSpec& spec, uint32_t lane_count, GovernorOptions options = {});
     SloGovernor(const SloGovernor&) = delete;
     SloGovernor& operator=(const SloGovernor&) = delete;
+    ~SloGovernor();
 
     // The tree to act on and where classes enter it; nullptr: measure only. Again after the
     // tree was replaced or changed in place (the cap is read back from the tree). Off the hot
@@ -180,6 +184,10 @@ class SloGovernor {
     // is dropped there, through the handler); without one, moves pass the limits (nothing is
     // lost, the lower class may hold more than its limit for a while).
     void set_drop_handler(DropHandler* handler) { drop_handler_ = handler; }
+    // Where downgraded flows are held while they are down (the classifiers' elephant
+    // heuristic leaves them alone: classifier/held_flows.h); nullptr: nowhere. Before the first
+    // downgrade; the set outlives the governor.
+    void set_held_flows(classifier::HeldFlows* held) { held_ = held; }
 
     bool bound() const { return scheduler_ != nullptr; }
     const SloTreeSpec& spec() const { return spec_; }
@@ -380,6 +388,7 @@ class SloGovernor {
     bool started_ = false;
     std::vector<ClassMove>* moves_ = nullptr;
     DropHandler* drop_handler_ = nullptr;
+    classifier::HeldFlows* held_ = nullptr;
     std::array<sched::DroppedPacket, 256> drop_scratch_{};
     EventRing events_;
     std::vector<SloEvent> kept_events_;

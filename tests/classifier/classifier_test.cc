@@ -206,6 +206,49 @@ TEST(Classifier, ElephantDoesNotOverrideRules) {
     EXPECT_EQ(classifier.counters().elephants_detected, 0u);
 }
 
+// A flow the SLO governor holds in a lower class (classifier/held_flows.h) is not made an
+// elephant while held; once released, its next packet is, if its window is still above the
+// threshold. Other flows are judged as before.
+TEST(Classifier, HeldFlowIsNoElephantUntilReleased) {
+    ClassifierConfig config = elephant_config();
+    config.reclass_gap_ns = 0;  // a class change applies at once
+    Classifier classifier(config);
+    HeldFlows held;
+    classifier.set_held_flows(&held);
+    const auto big = tcp4(40000, 8000, 0, 1400);  // 1454-byte frames on an inference port
+    const auto other = tcp4(40001, 8000, 0, 1400);
+    const uint32_t hash = run(classifier, big, 0).flow_hash;
+    held.hold(hash);
+    uint64_t now = 0;
+    for (int i = 0; i < 20; ++i) {
+        now += 100'000;
+        EXPECT_EQ(run(classifier, big, now).class_id, kInference) << i;
+    }
+    EXPECT_EQ(classifier.counters().elephants_detected, 0u);
+    // An unheld flow of the same size crosses the threshold as before.
+    for (int i = 0; i < 8; ++i)
+        run(classifier, other, now + uint64_t(i) * 1000);
+    EXPECT_EQ(classifier.counters().elephants_detected, 1u);
+    held.release(hash);
+    now += 100'000;  // same 10 ms window: 21 packets, far above 10,000 bytes
+    const Result r = run(classifier, big, now);
+    EXPECT_EQ(r.class_id, kTraining);
+    EXPECT_EQ(r.source, MatchSource::elephant);
+    EXPECT_EQ(classifier.counters().elephants_detected, 2u);
+}
+
+TEST(HeldFlows, HeldUntilEveryHoldIsReleased) {
+    HeldFlows held;
+    EXPECT_FALSE(held.held(7));
+    held.hold(7);
+    held.hold(7);  // two governors, or two colliding flows
+    held.release(7);
+    EXPECT_TRUE(held.held(7));
+    EXPECT_FALSE(held.held(8));
+    held.release(7);
+    EXPECT_FALSE(held.held(7));
+}
+
 TEST(Classifier, FullFlowTableStillClassifiesAndCounts) {
     ClassifierConfig config = ClassifierConfig::defaults();
     config.flow_table_capacity = 8;

@@ -1,7 +1,8 @@
 // The SLO governor on a real scheduler built from conf/inference-slo.yaml: a flow downgraded by
 // pressure, then either taken out of the class by the classifier (forgotten, no return) or
 // returned while packets of it are still queued below (one decision; it keeps going below,
-// behind them, and is back when the last of them has left: never reordered).
+// behind them, and is back when the last of them has left: never reordered). While down, the
+// flow is held (classifier/held_flows.h: no elephant verdict), and released in every case.
 #include "slo/governor.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +24,9 @@ constexpr uint32_t kFrame = 1500;
 
 class Rig {
   public:
-    Rig() {
+    // `held`: where downgraded flows are held (default: the rig's own set).
+    explicit Rig(classifier::HeldFlows* held = nullptr)
+        : held_(held != nullptr ? held : &own_held_) {
         const conf::PolicyResult loaded =
             conf::load_policy(std::string(TWINLANE_CONF_DIR) + "/inference-slo.yaml");
         EXPECT_TRUE(loaded.ok());
@@ -34,6 +37,7 @@ class Rig {
         lanes_ = static_cast<uint32_t>(egress.leaves.class_count());
         governor_ =
             std::make_unique<SloGovernor>(egress.slo, lanes_, GovernorOptions{.keep_events = true});
+        governor_->set_held_flows(held_);
         const auto error = governor_->bind(scheduler_.get(), &egress.leaves);
         EXPECT_FALSE(error) << *error;
     }
@@ -43,6 +47,7 @@ class Rig {
         return compiled_.egress[0].leaves.leaf(lane(class_id), 0);
     }
     SloGovernor& governor() { return *governor_; }
+    const classifier::HeldFlows& held() const { return *held_; }
     sched::Scheduler& scheduler() { return *scheduler_; }
     SloClassStats inference() const { return governor_->stats(0); }
 
@@ -94,6 +99,8 @@ class Rig {
     }
 
   private:
+    classifier::HeldFlows own_held_;  // before governor_, which releases into it
+    classifier::HeldFlows* held_;
     conf::CompiledPolicy compiled_;
     std::unique_ptr<sched::Scheduler> scheduler_;
     std::unique_ptr<SloGovernor> governor_;
@@ -111,6 +118,7 @@ void downgrade_by_pressure(Rig& rig, uint64_t now_ns) {
         EXPECT_EQ(leaf, rig.leaf(kOther));
     EXPECT_EQ(rig.scheduler().leaf_queued_bytes(rig.leaf(kOther)), 40u * kFrame);
     EXPECT_EQ(rig.scheduler().leaf_queued_bytes(rig.leaf(kInference)), 0u);
+    EXPECT_TRUE(rig.held().held(kFlow));
 }
 
 TEST(SloGovernor, AFlowTheClassifierTakesOutOfTheClassIsForgottenNotReturned) {
@@ -122,6 +130,7 @@ TEST(SloGovernor, AFlowTheClassifierTakesOutOfTheClassIsForgottenNotReturned) {
     EXPECT_EQ(rig.scheduler().leaf_queued_bytes(rig.leaf(kTraining)), 40u * kFrame);
     EXPECT_EQ(rig.inference().downgraded_flows, 0u);
     EXPECT_EQ(rig.inference().returns, 0u);
+    EXPECT_FALSE(rig.held().held(kFlow));
     // No return is decided for it later either.
     for (uint64_t t = 2 * kMs; t <= 12 * kMs; t += kMs)
         rig.governor().tick(t);
@@ -151,14 +160,27 @@ TEST(SloGovernor, AReturnDecidedWithPacketsStillBelowTakesEffectWhenTheyHaveLeft
     // Decided, not yet back: its packets are still below.
     EXPECT_EQ(rig.inference().downgraded_flows, 1u);
     EXPECT_EQ(rig.inference().returns, 0u);
+    EXPECT_TRUE(rig.held().held(kFlow));
     // It sends again meanwhile: behind its packets in `other`, not ahead of them.
     EXPECT_EQ(rig.arrive(kInference, kFlow, 2, t)[0], rig.leaf(kOther));
     // The last of them leaves: it is back, with no further decision.
     EXPECT_EQ(rig.drain(t), 42u);
     EXPECT_EQ(rig.inference().downgraded_flows, 0u);
     EXPECT_EQ(rig.inference().returns, 1u);
+    EXPECT_FALSE(rig.held().held(kFlow));
     EXPECT_EQ(rig.events(EventKind::restore), 1u);
     EXPECT_EQ(rig.arrive(kInference, kFlow, 1, t + kMs / 2)[0], rig.leaf(kInference));
+}
+
+// A governor that goes away (the pipeline stops) releases the flows it still holds.
+TEST(SloGovernor, ReleasesWhatItHoldsWhenDestroyed) {
+    classifier::HeldFlows held;
+    {
+        Rig rig(&held);
+        downgrade_by_pressure(rig, 1 * kMs + 100'000);
+        EXPECT_TRUE(held.held(kFlow));
+    }
+    EXPECT_FALSE(held.held(kFlow));
 }
 
 }  // namespace
