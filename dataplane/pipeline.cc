@@ -13,6 +13,7 @@
 #include "dataplane/lane_admission.h"
 #include "dataplane/packet_meta.h"
 #include "dataplane/stop_signal.h"
+#include "sched/ethernet_wire.h"
 
 namespace twinlane::dataplane {
 namespace {
@@ -485,7 +486,7 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
     sched::Packet* pkts = e.scratch_packets.data();
     sched::DroppedPacket* drops = e.scratch_drops.data();
     const sched::DequeueResult r = e.scheduler->dequeue_burst(
-        pkts, kBurst, allowance - 1 + TxPacer::wire_bytes(e.max_frame_bytes), now_ns, drops, kBurst,
+        pkts, kBurst, allowance - 1 + sched::wire_bytes(e.max_frame_bytes), now_ns, drops, kBurst,
         TxPacer::kWireCost);
     if (e.governor != nullptr && r.dropped != 0) [[unlikely]]
         e.governor->dropped(drops, r.dropped);

@@ -31,13 +31,10 @@ namespace twinlane::dataplane {
 
 class TxPacer {
   public:
-    // What the pacer counts for a frame (sched::wire_bytes), and the same as the scheduler's
-    // dequeue_burst charges it.
+    // The pacer counts a frame as sched::wire_bytes; the scheduler's dequeue_burst charges it
+    // the same with this cost.
     static constexpr sched::WireCost kWireCost{sched::kMinFrameBytesWithoutFcs,
                                                sched::kWireOverheadBytes};
-    static constexpr uint64_t wire_bytes(uint32_t frame_bytes) {
-        return sched::wire_bytes(frame_bytes);
-    }
     // Longest loop pass the budget grows to cover (link time).
     static constexpr uint64_t kMaxPassNs = 1'000'000;
 
@@ -60,7 +57,7 @@ class TxPacer {
     }
 
     // Records a frame of `frame_bytes` accepted by the NIC.
-    void on_transmit(uint32_t frame_bytes) { backlog_bytes_ += wire_bytes(frame_bytes); }
+    void on_transmit(uint32_t frame_bytes) { backlog_bytes_ += sched::wire_bytes(frame_bytes); }
 
     // When the modelled backlog will be below the budget again (now_ns if it already is).
     uint64_t next_allowance_ns(uint64_t now_ns) {

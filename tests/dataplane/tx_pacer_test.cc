@@ -95,9 +95,9 @@ TEST(TxPacer, ChargesWhatTheSchedulersWireCostCharges) {
     for (const uint32_t frame : {1u, 59u, 60u, 61u, 1514u, 9018u}) {
         const uint64_t charged =
             std::max(frame, TxPacer::kWireCost.min_frame_bytes) + TxPacer::kWireCost.overhead_bytes;
-        EXPECT_EQ(charged, TxPacer::wire_bytes(frame)) << frame;
+        EXPECT_EQ(charged, sched::wire_bytes(frame)) << frame;
     }
-    EXPECT_EQ(TxPacer::wire_bytes(1514), 1538u);
+    EXPECT_EQ(sched::wire_bytes(1514), 1538u);
 }
 
 }  // namespace
