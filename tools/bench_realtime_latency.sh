@@ -15,7 +15,9 @@
 #                  is printed per run
 #                  With PACE the same trace is also replayed in virtual time (`twinlane replay
 #                  --ingress-rate PACE`, the same arrivals): the scheduler's own latency, which
-#                  the realtime numbers less are the pipeline's (and the machine's) part
+#                  the realtime numbers less are the pipeline's (and the machine's) part;
+#                  and a third case, "no train": the same inference and other frames with no
+#                  training, through twinlane's tree: the floor of this machine and loop
 #   PRELOAD=1      with PACE: `--preload-input`, the trace is read into the mbuf pool before
 #                  the run, so the lcore does not read the file during it (as a NIC's
 #                  descriptors arrive filled); EAL memory grows by the trace's mbufs
@@ -83,6 +85,16 @@ preload=${PRELOAD:-}
 [ -z "$preload" ] || [ -n "${PACE:-}" ] || { echo "PRELOAD needs PACE" >&2; exit 1; }
 
 "$twinlane" --log-level warn gen -o in.pcap --link-rate "$rate" --duration "$duration" >gen.txt
+# With PACE, the floor: the same seed's inference and other traffic (the same frames) with no
+# training at all, through the same tree ("no train"). Inference then queues behind nothing
+# but itself and the machine (its CPU stalls, the loop's passes): what no scheduling can go
+# below on this machine. (Unpaced, the input's own burst at reading speed would be measured.)
+kinds="twinlane fifo"
+if [ -n "${PACE:-}" ]; then
+    kinds="$kinds alone"
+    "$twinlane" --log-level warn gen -o alone.pcap --link-rate "$rate" --duration "$duration" \
+        --training-load 0 >gen-alone.txt
+fi
 # Preloaded, the trace's frames sit in mbufs: about 1.7x their bytes (2 KiB data rooms of a
 # 2.4 KiB footprint, the last one of a chain part-filled). The pool is one allocation from
 # EAL's heap, beside the schedulers' and flow tables': twice the trace on top of 1 GiB.
@@ -113,14 +125,16 @@ while os.path.exists(f"/proc/{pid}"):
 json.dump(last, open(out, "w"))
 PY
 
-# policy KIND LCORES: policy-KIND-LCORES.yaml (KIND twinlane | fifo).
+# policy KIND LCORES: policy-KIND-LCORES.yaml (KIND twinlane | fifo | alone: twinlane's tree
+# fed alone.pcap).
 policy() {
     python3 - "$1" "$2" "$here/../conf/default.yaml" "$rate" "$rate_bps" <<'PY'
 import sys, yaml
 kind, lcores, default, rate, rate_bps = *sys.argv[1:5], int(sys.argv[5])
 p = yaml.safe_load(open(default))
+trace = "alone.pcap" if kind == "alone" else "in.pcap"
 p["ports"] = [
-    {"name": "in", "device": "net_pcap0,rx_pcap=in.pcap", "rate": rate, "mtu": 9000},
+    {"name": "in", "device": f"net_pcap0,rx_pcap={trace}", "rate": rate, "mtu": 9000},
     {"name": "out", "device": "net_null1", "rate": rate, "mtu": 9000},
 ]
 # The default 20 us TX budget holds less than one 9018 B frame below 3.6G: one frame's time.
@@ -177,7 +191,7 @@ fi
 # Alternated, so that a slower moment of a shared machine does not fall on one case only.
 for n in $(seq "$runs"); do
     for layout in single auto; do
-        for kind in twinlane fifo; do run "$kind" "$layout" "$n"; done
+        for kind in $kinds; do run "$kind" "$layout" "$n"; done
     done
 done
 
@@ -191,9 +205,11 @@ GOAL_US = FRAME_US + 10
 LAYOUTS = {"single": "run to completion (1 lcore)", "auto": "RX lcore + scheduler lcore"}
 out, rows = {"goal_p99_us": GOAL_US, "cases": []}, {}
 for layout in LAYOUTS:
-    for kind in ("twinlane", "fifo"):
+    for kind in ("twinlane", "fifo", "alone"):
+        if not os.path.exists(f"{kind}-{layout}-1.json"):
+            continue
         reports = [json.load(open(f"{kind}-{layout}-{n}.json")) for n in range(1, runs + 1)]
-        cls = "inference" if kind == "twinlane" else "all"
+        cls = "all" if kind == "fifo" else "inference"
         lat = []
         for n, r in enumerate(reports, 1):
             try:
@@ -235,6 +251,10 @@ for layout, label in LAYOUTS.items():
     for kind, m, extra in (("twinlane", t, ""), ("one FIFO", f, f"{ratio:17.0f}x")):
         print(f"{label:30} {kind:9} {m['p50']:8.1f} {m['p99']:8.1f} {m['p999']:8.1f} "
               f"{m['max']:9.1f} {extra:>18}")
+    if (layout, "alone") in rows:
+        a = rows[(layout, "alone")]
+        print(f"{label:30} {'no train':9} {a['p50']:8.1f} {a['p99']:8.1f} {a['p999']:8.1f} "
+              f"{a['max']:9.1f}")
 # The same arrivals in virtual time (PACE only): the scheduler's own latency of each class.
 virtual = {}
 for kind, cls in (("twinlane", "inference"), ("fifo", "all")):
@@ -263,6 +283,10 @@ for layout, label in LAYOUTS.items():
     p99 = rows[(layout, "twinlane")]["p99"]
     print(f"goal: inference p99 <= one maximum frame at {rate_text} ({FRAME_US:.1f} us) + 10 us = "
           f"{GOAL_US:.1f} us: {label}: {p99:.1f} us, {'met' if p99 <= GOAL_US else 'MISSED'}")
+    if (layout, "alone") in rows:
+        alone = rows[(layout, "alone")]["p99"]
+        print(f"      the same inference with no training at all (the floor of this machine and "
+              f"loop): p99 {alone:.1f} us, {'within' if alone <= GOAL_US else 'above'} the goal")
     if "twinlane" in virtual:
         # The scheduler's own p99 for these arrivals, plus the pipeline's 10 us.
         own = p99 - virtual["twinlane"]["p99"]
