@@ -151,10 +151,10 @@ def strip_slo(policy_text):
     return "\n".join(out) + "\n"
 
 
-def window_stats(series, lo_s, hi_s):
+def window_stats(series, lo_ns, hi_ns, trace_ns):
     met = missed = 0
     for t, m in zip(series["t_s"], series["met"]):
-        if lo_s <= t < hi_s and m is not None:
+        if lo_ns <= trace_ns(t) < hi_ns and m is not None:
             met += 1 if m else 0
             missed += 0 if m else 1
     return met, missed
@@ -201,17 +201,25 @@ def main():
     window_s = inf["objective"]["window_s"]
     window_ns = int(round(window_s * 1e9))
     cap_max = inf["objective"]["adapt_cap"]["max_bps"]
-    lo, hi = SURGE_START_MS / 1000, SURGE_END_MS / 1000
+    lo_ns, hi_ns = SURGE_START_MS * 1_000_000, SURGE_END_MS * 1_000_000
+    # The report counts time from the first arrival; the surge's bounds are the trace's time
+    # (the generator's, from 0), and the governor's windows are aligned in the trace's time.
+    # Every report time is moved onto the trace's clock, in whole ns, before it is set against
+    # the surge.
+    first_ns = next(read_pcap(surge))[0]
+
+    def trace_ns(t_s):
+        return round(t_s * 1e9) + first_ns
 
     met, missed = inf["windows"]["met"], inf["windows"]["missed"]
-    s_met, s_missed = window_stats(inf["series"], lo, hi)
+    s_met, s_missed = window_stats(inf["series"], lo_ns, hi_ns, trace_ns)
     f_met, f_missed = inf_fixed["windows"]["met"], inf_fixed["windows"]["missed"]
-    fs_met, fs_missed = window_stats(inf_fixed["series"], lo, hi)
+    fs_met, fs_missed = window_stats(inf_fixed["series"], lo_ns, hi_ns, trace_ns)
 
     offered = offered_inference_by_window(surge, window_ns)
     cap_bytes = cap_max * window_s / 8
     excess = sum(max(0.0, b - cap_bytes) for w, b in offered.items()
-                 if lo <= w * window_s < hi)
+                 if lo_ns <= w * window_ns < hi_ns)
     downgraded = inf["downgrade"]["bytes"] - inf["downgrade"]["returned_bytes"]
 
     # Training's share of what inference left, per 1 ms bin of the report's series.
@@ -219,12 +227,11 @@ def main():
     series = {name: c["throughput_series"] for name, c in ctl["classes"].items()}
     bin_s = series["training"]["interval_s"]
 
-    def share(lo_s, hi_s):
+    def share(lo_ns, hi_ns):
         used = left = 0.0
         tr, nf = series["training"]["bps"], series["inference"]["bps"]
         for i in range(max(len(tr), len(nf))):
-            t = i * bin_s
-            if not (lo_s <= t < hi_s):
+            if not (lo_ns <= trace_ns(i * bin_s) < hi_ns):
                 continue
             t_bps = tr[i] if i < len(tr) else 0.0
             i_bps = nf[i] if i < len(nf) else 0.0
@@ -232,38 +239,40 @@ def main():
             left += link - i_bps
         return used / left if left > 0 else 1.0
 
-    share_surge = share(lo, hi)
+    share_surge = share(lo_ns, hi_ns)
     bl = ctl["classes"]["training"]["backlogged"]
     by_class = bl["wire_bytes_by_class"]
     left_while_backlogged = bl["seconds"] * link / 8 - by_class["inference"]
     share_all = by_class["training"] / left_while_backlogged if left_while_backlogged > 0 else 1.0
 
     # Settling: the controller's last action in each phase, in windows from its start.
-    windows_bytes = {int(round(t / window_s)): bi + bd for t, bi, bd in
+    windows_bytes = {trace_ns(t) // window_ns: bi + bd for t, bi, bd in
                      zip(inf["series"]["t_s"], inf["series"]["bytes_in"],
                          inf["series"]["downgraded_bytes"])}
     actions = [e for e in ctl["slo"]["events"] if e["kind"] in ("cap", "downgrade", "restore")]
 
-    def settle(lo_s, hi_s):
+    def settle(lo_ns, hi_ns):
         strict = tolerant = 0.0
         for e in actions:
-            if not (lo_s <= e["t_s"] < hi_s):
+            t = trace_ns(e["t_s"])
+            if not (lo_ns <= t < hi_ns):
                 continue
-            after = (e["t_s"] - lo_s) / window_s
+            after = (t - lo_ns) / window_ns
             strict = max(strict, after)
-            # Flows moved are weighed by their bytes in the window the action closed or fell in.
-            window_bytes = windows_bytes.get(int(e["t_s"] / window_s), 0) or 1
+            # Flows moved are weighed by their bytes in the window the action closed (at its
+            # end) or fell in.
+            window_bytes = windows_bytes.get((t - 1) // window_ns, 0) or 1
             if e["kind"] == "cap" or e["bytes"] >= 0.05 * window_bytes:
                 tolerant = max(tolerant, after)
         return strict, tolerant
 
-    start_strict, start_tol = settle(lo, hi)
-    end_strict, end_tol = settle(hi, 1e9)
+    start_strict, start_tol = settle(lo_ns, hi_ns)
+    end_strict, end_tol = settle(hi_ns, 1 << 62)
     # Flows still downgraded (returns decided, packets draining below, or not yet returned).
     down_until = 0.0
     for t, flows in zip(inf["series"]["t_s"], inf["series"]["downgraded_flows"]):
-        if t >= hi and flows:
-            down_until = max(down_until, (t + window_s - hi) / window_s)
+        if trace_ns(t) >= hi_ns and flows:
+            down_until = max(down_until, (trace_ns(t) + window_ns - hi_ns) / window_ns)
     checked_flows, out_of_order = flows_in_order(surge, ctl_pcap)
 
     goals = {
