@@ -63,6 +63,24 @@ bool PacedInput::preload(uint16_t port, uint16_t queue, std::string& error) {
     return true;
 }
 
+std::optional<uint64_t> PacedInput::first_timestamp_ns() const {
+    if (!preloaded_ || !schedule_.started()) return std::nullopt;
+    return schedule_.first_timestamp_ns();
+}
+
+void PacedInput::align(uint64_t epoch_ns, std::atomic<uint64_t>* origin) {
+    shared_origin_ = origin;
+    const std::optional<uint64_t> first = first_timestamp_ns();
+    if (!first || *first <= epoch_ns) return;
+    // Every due time moves by the same amount: the schedule's first frame, then each link
+    // serialisation after it, start that much later.
+    const auto shift = static_cast<uint64_t>(static_cast<double>(*first - epoch_ns) *
+                                             static_cast<double>(tsc_hz_) / 1e9);
+    const auto capacity = static_cast<uint32_t>(staged_.size());
+    for (uint32_t i = 0; i < count_; ++i)
+        arrival_[(head_ + i) % capacity] += shift;
+}
+
 uint16_t PacedInput::receive(uint16_t port, uint16_t queue, BurstSizer& sizer, rte_mbuf** out,
                              uint16_t max, uint64_t& arrival_tsc) {
     const auto capacity = static_cast<uint32_t>(staged_.size());
@@ -81,6 +99,10 @@ uint16_t PacedInput::receive(uint16_t port, uint16_t queue, BurstSizer& sizer, r
     if (!started_) {  // preloaded: the capture starts at the run's first poll
         started_ = true;
         origin_tsc_ = now;
+        uint64_t first = 0;  // or at the first poll of any input it shares the clock with
+        if (shared_origin_ != nullptr &&
+            !shared_origin_->compare_exchange_strong(first, now, std::memory_order_relaxed))
+            origin_tsc_ = first;
     }
     uint16_t released = 0;
     arrival_tsc = origin_tsc_ + arrival_[head_];

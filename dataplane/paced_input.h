@@ -8,11 +8,16 @@
 // read() per frame), as a NIC's descriptors do not; `--preload-input` reads the whole capture
 // before the run instead, so that handing a frame over costs what a NIC's RX does.
 // Per RX task, used only by the lcore that owns the task; no allocation after construction.
+// Preloaded captures of several ports or queues share one clock (align()): recorded on one
+// clock (a tap on each link of a gateway), they keep their relative timing, the earliest first
+// frame due when the first of them is polled. Read during the run, each starts at its own.
 #pragma once
 
 #include <rte_mbuf.h>
 
+#include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +36,7 @@ class PacedInput {
     PacedInput(uint64_t tsc_hz, uint64_t link_bps, int timestamp_offset, uint64_t timestamp_flag,
                uint64_t timestamp_unit_ns, uint32_t capacity = kAhead)
         : schedule_(tsc_hz, 1.0, link_bps),
+          tsc_hz_(tsc_hz),
           timestamp_offset_(timestamp_offset),
           timestamp_flag_(timestamp_flag),
           timestamp_unit_ns_(timestamp_unit_ns),
@@ -41,6 +47,12 @@ class PacedInput {
     // starts at the first receive(). False with `error` if the frames did not fit (capacity,
     // or the pool ran dry: rx_nombuf grew).
     bool preload(uint16_t port, uint16_t queue, std::string& error);
+    // The preloaded capture's first timestamp (ns), if its frames carry one.
+    std::optional<uint64_t> first_timestamp_ns() const;
+    // After preload(), before the run: due times count from `epoch_ns` (at most this capture's
+    // first timestamp: the earliest among the inputs that share the clock), and the clock
+    // starts at the first receive() of any input given the same `origin` (0 until then).
+    void align(uint64_t epoch_ns, std::atomic<uint64_t>* origin);
 
     // Tops the read-ahead up (one rx_burst sized by `sizer`, when it is below half; nothing
     // once preloaded), then moves the frames due by now, at most `max`, to `out`.
@@ -68,6 +80,8 @@ class PacedInput {
     void stage(rte_mbuf* const* read, uint16_t n, uint64_t read_tsc);
 
     replay::TraceSchedule schedule_;
+    uint64_t tsc_hz_;
+    std::atomic<uint64_t>* shared_origin_ = nullptr;
     int timestamp_offset_;
     uint64_t timestamp_flag_;
     uint64_t timestamp_unit_ns_;

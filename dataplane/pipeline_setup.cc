@@ -542,6 +542,16 @@ bool preload_inputs(Pipeline& p, std::string& error) {
                              static_cast<double>(rte_get_tsc_hz()));
         }
     }
+    // Recorded on one clock, the captures keep their relative timing.
+    std::optional<uint64_t> epoch;
+    for (const std::unique_ptr<LcoreContext>& ctx : p.lcores)
+        for (const RxTask& task : ctx->rx)
+            if (task.paced)
+                if (const std::optional<uint64_t> first = task.paced->first_timestamp_ns())
+                    epoch = std::min(epoch.value_or(*first), *first);
+    for (const std::unique_ptr<LcoreContext>& ctx : p.lcores)
+        for (RxTask& task : ctx->rx)
+            if (task.paced) task.paced->align(epoch.value_or(0), &p.paced_origin_tsc);
     return true;
 }
 

@@ -9,6 +9,7 @@
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -61,6 +62,8 @@ struct Pipeline {
     // policy port, per RX queue (its `rx_pcap` file), what that takes (size_preloaded_inputs).
     bool preload_input = false;
     std::vector<std::vector<CaptureSize>> input_captures;
+    // The preloaded inputs' shared clock: when the first of them was polled (0: not yet).
+    std::atomic<uint64_t> paced_origin_tsc{0};
     int rx_timestamp_offset = -1;
     uint64_t rx_timestamp_flag = 0;
 
@@ -87,7 +90,8 @@ bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error);
 // and frame rings, RX tasks' tags; `pfc: nic` ports handed to the NIC (refused where its PMD
 // cannot).
 bool build_pfc(Pipeline& p, std::string& error);
-// `--preload-input`, last: each paced RX task reads its queue to the end (PacedInput::preload).
+// `--preload-input`, last: each paced RX task reads its queue to the end (PacedInput::preload),
+// and the captures share one clock from the earliest first frame among them (PacedInput::align).
 bool preload_inputs(Pipeline& p, std::string& error);
 
 // mbufs out of the pools now (the leak check compares start and end).

@@ -241,7 +241,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     cmd->add_flag("--preload-input", args->preload_input,
                   "With --pace-input: read each capture into the mbuf pool before the run, so "
                   "the lcore does not read files during it (-c; needs memory for the whole "
-                  "capture)")
+                  "capture); several ports' captures then share one clock")
         ->needs(pace);
     cmd->add_option("--in", args->in_port, "Input port by DPDK device name (default: first port)");
     cmd->add_option("--out", args->out_port,

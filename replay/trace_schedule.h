@@ -43,8 +43,9 @@ class TraceSchedule {
 
     // When the link has carried the last frame given to next(): its arrival at the far end.
     uint64_t last_end() const { return link_free_; }
-    // The first frame's timestamp, from which due times count.
+    // The first frame's timestamp, from which due times count (once started()).
     uint64_t first_timestamp_ns() const { return first_ns_; }
+    bool started() const { return started_; }
 
   private:
     double tsc_per_trace_ns_;

@@ -4,7 +4,8 @@
 # trace (1G loads) into 100G ports, run to completion: unpaced it is read and forwarded in a
 # few milliseconds; paced it takes the trace's time, and so it does preloaded (the whole capture
 # read into the pool before the run). Every frame is accounted for each way, the log reports
-# the paced input, and a bad rate or a preload without a capture to read is refused, named.
+# the paced input, two preloaded captures keep their relative timing (one clock), and a bad
+# rate or a preload without a capture to read is refused, named.
 # Usage: paced_input_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
 twinlane=$(realpath "$1")
@@ -75,6 +76,48 @@ print(f"elapsed preloaded {elapsed:.3f} s")
 assert elapsed >= 0.3 + 0.2 - 0.01, elapsed
 PY
 echo "PASS: preloaded, $(grep -o "preloaded input.*" preloaded.err), paced over the trace's time"
+
+# Two captures on one clock (taps on two links): the second is the trace 200 ms later. Preloaded,
+# they share the clock, so the second ends 200 ms after the first; each from its own first
+# frame, both would end together.
+python3 - in.pcap later.pcap <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+magic = struct.unpack("<I", data[:4])[0]
+per_second = 1_000_000_000 if magic == 0xA1B23C4D else 1_000_000
+out, at = [data[:24]], 24
+while at + 16 <= len(data):
+    sec, frac, caplen, length = struct.unpack("<IIII", data[at:at + 16])
+    t = sec * per_second + frac + per_second // 5
+    out.append(struct.pack("<IIII", t // per_second, t % per_second, caplen, length))
+    out.append(data[at + 16:at + 16 + caplen])
+    at += 16 + caplen
+open(sys.argv[2], "wb").write(b"".join(out))
+PY
+python3 - policy.yaml two-inputs.yaml "$WORK/later.pcap" <<'PY'
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))
+p["ports"].insert(1, {"name": "later", "device": f"net_pcap2,rx_pcap={sys.argv[3]}",
+                      "rate": "100G", "mtu": 9000})
+p["forwarding"].append({"from": "later", "to": "out"})
+yaml.safe_dump(p, open(sys.argv[2], "w"), sort_keys=False)
+PY
+timeout 60 "$twinlane" --log-level info run --json --no-control --pace-input 10G --preload-input \
+    -c two-inputs.yaml -- "${EAL_BASE[@]}" -l 0 >two.json 2>two.err ||
+    fail "two preloaded inputs: $(tail -3 two.err)"
+for port in in later; do
+    grep -q "paced input '$port'/0: $frames frames, 0 read after" two.err ||
+        fail "input '$port' not paced on time: $(grep "paced input" two.err)"
+done
+python3 - two.json "$frames" <<'PY' || fail "two preloaded inputs did not keep their timing"
+import json, sys
+r, frames = json.load(open(sys.argv[1])), int(sys.argv[2])
+assert r["rx_packets"] == 2 * frames, (r["rx_packets"], frames)
+assert r["rx_packets"] == r["tx_packets"] + sum(r["dropped"].values()) + r["queued"], r
+print(f"elapsed, two captures 200 ms apart: {r['elapsed_s']:.3f} s")
+assert r["elapsed_s"] >= 0.3 + 0.2 + 0.2 - 0.01, r["elapsed_s"]
+PY
+echo "PASS: two preloaded captures share one clock: the later one is handed over 200 ms later"
 
 if "$twinlane" run --preload-input -c policy.yaml -- "${EAL_BASE[@]}" -l 0 >/dev/null 2>err.txt; then
     fail "--preload-input without --pace-input was accepted"

@@ -14,6 +14,14 @@ TEST(TraceSchedule, FollowsTheRecordedTimingFromTheFirstFrame) {
     EXPECT_EQ(s.next(5'010'000, 64), 20'000u);
 }
 
+TEST(TraceSchedule, StartsWithItsFirstFrame) {
+    TraceSchedule s(kHz, 1.0, 0);
+    EXPECT_FALSE(s.started());
+    s.next(7'000, 64);
+    EXPECT_TRUE(s.started());
+    EXPECT_EQ(s.first_timestamp_ns(), 7'000u);
+}
+
 TEST(TraceSchedule, SpeedScalesTheGaps) {
     TraceSchedule twice(kHz, 2.0, 0);
     twice.next(0, 100);
