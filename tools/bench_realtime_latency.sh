@@ -18,6 +18,11 @@
 #                  the realtime numbers less are the pipeline's (and the machine's) part;
 #                  and a third case, "no train": the same inference and other frames with no
 #                  training, through twinlane's tree: the floor of this machine and loop
+#   SPLIT=1        with PACE and PRELOAD: training on an RX port of its own, inference and
+#                  other (the generator's edge-link traffic: ports 8000, 8001, 8080, 50051, 53,
+#                  22, 80) on another, both forwarding to the egress, as on a gateway whose GPU
+#                  hosts and frontends reach it by different links; the preloaded captures
+#                  share one clock. No virtual-time reference then (replay has one ingress link)
 #   PRELOAD=1      with PACE: `--preload-input`, the trace is read into the mbuf pool before
 #                  the run, so the lcore does not read the file during it (as a NIC's
 #                  descriptors arrive filled); EAL memory grows by the trace's mbufs
@@ -83,6 +88,8 @@ cd "$work"
 # using the default one, and blocks while that process is stopped (a paused benchmark).
 preload=${PRELOAD:-}
 [ -z "$preload" ] || [ -n "${PACE:-}" ] || { echo "PRELOAD needs PACE" >&2; exit 1; }
+split=${SPLIT:-}
+[ -z "$split" ] || [ -n "$preload" ] || { echo "SPLIT needs PACE and PRELOAD" >&2; exit 1; }
 
 "$twinlane" --log-level warn gen -o in.pcap --link-rate "$rate" --duration "$duration" >gen.txt
 # With PACE, the floor: the same seed's inference and other traffic (the same frames) with no
@@ -100,6 +107,33 @@ fi
 # EAL's heap, beside the schedulers' and flow tables': twice the trace on top of 1 GiB.
 memory=512
 [ -z "$preload" ] || memory=$((1024 + $(stat -c %s in.pcap) * 2 / 1048576))
+if [ -n "$split" ]; then  # train.pcap and edge.pcap, each frame of in.pcap in one of them
+    python3 - <<'PY'
+import struct
+EDGE_PORTS = {8000, 8001, 8080, 50051, 53, 22, 80}
+data = open("in.pcap", "rb").read()
+out = {name: [data[:24]] for name in ("train", "edge")}
+at = 24
+while at + 16 <= len(data):
+    caplen = struct.unpack("<I", data[at + 8:at + 12])[0]
+    frame = data[at + 16:at + 16 + caplen]
+    off, ethertype, edge = 14, struct.unpack("!H", frame[12:14])[0], False
+    if ethertype == 0x8100:
+        off, ethertype = 18, struct.unpack("!H", frame[16:18])[0]
+    if ethertype == 0x0800:
+        proto, l4 = frame[off + 9], off + (frame[off] & 0x0F) * 4
+    elif ethertype == 0x86DD:
+        proto, l4 = frame[off + 6], off + 40
+    else:
+        proto = None
+    if proto in (6, 17) and len(frame) >= l4 + 4:
+        edge = bool(EDGE_PORTS & set(struct.unpack("!HH", frame[l4:l4 + 4])))
+    out["edge" if edge else "train"].append(data[at:at + 16 + caplen])
+    at += 16 + caplen
+for name, parts in out.items():
+    open(f"{name}.pcap", "wb").write(b"".join(parts))
+PY
+fi
 eal=(--no-huge --no-pci --no-shconf -m "$memory" --log-level=error --file-prefix "tllat$$")
 
 # schedstat.py PID OUT: until PID exits, every 20 ms, each lcore thread's /proc schedstat (run
@@ -128,21 +162,25 @@ PY
 # policy KIND LCORES: policy-KIND-LCORES.yaml (KIND twinlane | fifo | alone: twinlane's tree
 # fed alone.pcap).
 policy() {
-    python3 - "$1" "$2" "$here/../conf/default.yaml" "$rate" "$rate_bps" <<'PY'
+    python3 - "$1" "$2" "$here/../conf/default.yaml" "$rate" "$rate_bps" "$split" <<'PY'
 import sys, yaml
-kind, lcores, default, rate, rate_bps = *sys.argv[1:5], int(sys.argv[5])
+kind, lcores, default, rate, rate_bps, split = *sys.argv[1:5], int(sys.argv[5]), sys.argv[6]
 p = yaml.safe_load(open(default))
 trace = "alone.pcap" if kind == "alone" else "in.pcap"
 p["ports"] = [
     {"name": "in", "device": f"net_pcap0,rx_pcap={trace}", "rate": rate, "mtu": 9000},
     {"name": "out", "device": "net_null1", "rate": rate, "mtu": 9000},
 ]
+if split and kind != "alone":
+    p["ports"][0]["device"] = "net_pcap0,rx_pcap=train.pcap"
+    p["ports"].insert(1, {"name": "edge", "device": "net_pcap2,rx_pcap=edge.pcap", "rate": rate,
+                          "mtu": 9000})
 # The default 20 us TX budget holds less than one 9018 B frame below 3.6G: one frame's time.
 frame_us = 9018 * 8 / rate_bps * 1e6
 if frame_us > 20:
     for port in p["ports"]:
         port["tx_budget"] = f"{int(frame_us) + 1}us"
-p["forwarding"] = [{"from": "in", "to": "out"}]
+p["forwarding"] = [{"from": port["name"], "to": "out"} for port in p["ports"][:-1]]
 p["lcores"] = yaml.safe_load(lcores)
 p["metrics"] = {"enabled": False}
 p.pop("control", None)
@@ -178,7 +216,7 @@ run() {
 python3 "$here/cpu_stalls.py" --seconds "$stall_seconds" --json stalls-before.json 0 1 | sed 's/^/  before: /'
 
 # With PACE: the same arrivals in virtual time, per policy (the tree is the same in both layouts).
-if [ -n "${PACE:-}" ]; then
+if [ -n "${PACE:-}" ] && [ -z "$split" ]; then
     for kind in twinlane fifo; do
         policy "$kind" "{single: 1}"
         bulk=training
@@ -241,7 +279,9 @@ for layout in LAYOUTS:
 pace = os.environ.get("PACE", "")
 print(f"inference RX->TX latency, training at 110% of a {rate_text} egress, inference 5% "
       f"({duration} trace, median of {runs} run(s), "
-      f"{'paced at ' + pace if pace else 'read as fast as polled'}), us")
+      f"{'paced at ' + pace if pace else 'read as fast as polled'}"
+      f"{'; training and the edge traffic on RX ports of their own' if os.environ.get('SPLIT') else ''}"
+      f"), us")
 print(f"{'layout':30} {'policy':9} {'p50':>8} {'p99':>8} {'p999':>8} {'max':>9} "
       f"{'FIFO/twinlane p99':>18}")
 for layout, label in LAYOUTS.items():
