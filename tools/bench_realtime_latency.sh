@@ -18,11 +18,12 @@
 #                  the realtime numbers less are the pipeline's (and the machine's) part;
 #                  and a third case, "no train": the same inference and other frames with no
 #                  training, through twinlane's tree: the floor of this machine and loop
-#   SPLIT=1        with PACE and PRELOAD: training on an RX port of its own, inference and
-#                  other (the generator's edge-link traffic: ports 8000, 8001, 8080, 50051, 53,
-#                  22, 80) on another, both forwarding to the egress, as on a gateway whose GPU
-#                  hosts and frontends reach it by different links; the preloaded captures
-#                  share one clock. No virtual-time reference then (replay has one ingress link)
+#   SPLIT=1        with PACE and PRELOAD: training on an RX port of its own and inference and
+#                  other (the generator's edge-link traffic) on another, both forwarding to the
+#                  egress, as on a gateway whose GPU hosts and frontends reach it by different
+#                  links: the same seed's trace generated with only training, and with none;
+#                  the preloaded captures share one clock. No virtual-time reference then
+#                  (replay has one ingress link)
 #   PRELOAD=1      with PACE: `--preload-input`, the trace is read into the mbuf pool before
 #                  the run, so the lcore does not read the file during it (as a NIC's
 #                  descriptors arrive filled); EAL memory grows by the trace's mbufs
@@ -107,32 +108,11 @@ fi
 # EAL's heap, beside the schedulers' and flow tables': twice the trace on top of 1 GiB.
 memory=512
 [ -z "$preload" ] || memory=$((1024 + $(stat -c %s in.pcap) * 2 / 1048576))
-if [ -n "$split" ]; then  # train.pcap and edge.pcap, each frame of in.pcap in one of them
-    python3 - <<'PY'
-import struct
-EDGE_PORTS = {8000, 8001, 8080, 50051, 53, 22, 80}
-data = open("in.pcap", "rb").read()
-out = {name: [data[:24]] for name in ("train", "edge")}
-at = 24
-while at + 16 <= len(data):
-    caplen = struct.unpack("<I", data[at + 8:at + 12])[0]
-    frame = data[at + 16:at + 16 + caplen]
-    off, ethertype, edge = 14, struct.unpack("!H", frame[12:14])[0], False
-    if ethertype == 0x8100:
-        off, ethertype = 18, struct.unpack("!H", frame[16:18])[0]
-    if ethertype == 0x0800:
-        proto, l4 = frame[off + 9], off + (frame[off] & 0x0F) * 4
-    elif ethertype == 0x86DD:
-        proto, l4 = frame[off + 6], off + 40
-    else:
-        proto = None
-    if proto in (6, 17) and len(frame) >= l4 + 4:
-        edge = bool(EDGE_PORTS & set(struct.unpack("!HH", frame[l4:l4 + 4])))
-    out["edge" if edge else "train"].append(data[at:at + 16 + caplen])
-    at += 16 + caplen
-for name, parts in out.items():
-    open(f"{name}.pcap", "wb").write(b"".join(parts))
-PY
+if [ -n "$split" ]; then
+    # The generator's sources draw from their own streams: with the other loads at 0 it writes
+    # the same training frames, and alone.pcap holds the rest, so together they are in.pcap.
+    "$twinlane" --log-level warn gen -o train.pcap --link-rate "$rate" --duration "$duration" \
+        --inference-load 0 --other-load 0 >gen-train.txt
 fi
 eal=(--no-huge --no-pci --no-shconf -m "$memory" --log-level=error --file-prefix "tllat$$")
 
@@ -173,7 +153,7 @@ p["ports"] = [
 ]
 if split and kind != "alone":
     p["ports"][0]["device"] = "net_pcap0,rx_pcap=train.pcap"
-    p["ports"].insert(1, {"name": "edge", "device": "net_pcap2,rx_pcap=edge.pcap", "rate": rate,
+    p["ports"].insert(1, {"name": "edge", "device": "net_pcap2,rx_pcap=alone.pcap", "rate": rate,
                           "mtu": 9000})
 # The default 20 us TX budget holds less than one 9018 B frame below 3.6G: one frame's time.
 frame_us = 9018 * 8 / rate_bps * 1e6
