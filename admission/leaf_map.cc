@@ -33,7 +33,7 @@ std::optional<std::string> LeafMap::build(std::vector<ClassLeaves> classes, Leaf
                 const uint32_t size = 1u << e.slot_bits;
                 map.slots_.resize(map.slots_.size() + size);
                 for (uint16_t i = 0; i < cls.jobs.size(); ++i) {
-                    uint32_t at = slot_hash(cls.jobs[i], e.slot_bits);
+                    uint32_t at = classifier::hash_slot(cls.jobs[i], e.slot_bits);
                     uint32_t probe = 1;
                     for (;; at = (at + 1) & (size - 1), ++probe) {
                         Slot& s = map.slots_[e.first_slot + at];

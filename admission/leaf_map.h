@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "classifier/hash_slot.h"
+
 namespace twinlane::admission {
 
 enum class JobSplit : uint8_t { none, listed, modulo };
@@ -75,12 +77,9 @@ class LeafMap {
         const uint64_t low = magic * a;
         return static_cast<uint32_t>((static_cast<Wide>(low) * d) >> 64);
     }
-    static uint32_t slot_hash(uint32_t job, uint32_t bits) {
-        return bits == 0 ? 0 : (job * 0x9E3779B1u) >> (32 - bits);
-    }
     uint32_t listed_index(const Entry& e, uint32_t job) const {
         const uint32_t mask = (1u << e.slot_bits) - 1;
-        uint32_t at = slot_hash(job, e.slot_bits);
+        uint32_t at = classifier::hash_slot(job, e.slot_bits);
         for (uint32_t probe = 0; probe < e.max_probe; ++probe, at = (at + 1) & mask) {
             const Slot& s = slots_[e.first_slot + at];
             if (!s.used) break;

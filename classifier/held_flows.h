@@ -16,6 +16,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "classifier/hash_slot.h"
+
 namespace twinlane::classifier {
 
 class HeldFlows {
@@ -29,9 +31,7 @@ class HeldFlows {
     }
 
   private:
-    static uint32_t index(uint32_t flow_hash) {
-        return (flow_hash * 0x9E3779B1u) >> (32 - kSlotBits);
-    }
+    static uint32_t index(uint32_t flow_hash) { return hash_slot(flow_hash, kSlotBits); }
     std::atomic<uint32_t>& slot(uint32_t flow_hash) { return counts_[index(flow_hash)]; }
 
     std::array<std::atomic<uint32_t>, uint32_t{1} << kSlotBits> counts_{};

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <span>
 
+#include "classifier/hash_slot.h"
+
 namespace twinlane::slo {
 
 struct FlowLoad {
@@ -27,7 +29,8 @@ struct FlowLoad {
 
 class FlowMeter {
   public:
-    static constexpr uint32_t kSlots = 1024;
+    static constexpr uint32_t kSlotBits = 10;
+    static constexpr uint32_t kSlots = uint32_t{1} << kSlotBits;
     static constexpr uint32_t kProbes = 16;
 
     // A new window: every entry becomes stale at once.
@@ -154,8 +157,7 @@ class FlowMeter {
         s.tick_bytes = 0;
         s.tick = tick;
     }
-    static uint32_t home(uint32_t flow_hash) { return (flow_hash * 0x9E3779B1u) >> 22; }
-    static_assert(kSlots == 1u << (32 - 22), "home() maps onto kSlots");
+    static uint32_t home(uint32_t flow_hash) { return classifier::hash_slot(flow_hash, kSlotBits); }
 
     std::array<Slot, kSlots> slots_{};
     uint32_t epoch_ = 1;

@@ -44,6 +44,7 @@
 
 #include "admission/lanes.h"
 #include "admission/leaf_map.h"
+#include "classifier/hash_slot.h"
 #include "classifier/held_flows.h"
 #include "sched/relaxed_counter.h"
 #include "sched/scheduler.h"
@@ -244,7 +245,9 @@ class SloGovernor {
 
   private:
     static constexpr uint32_t kLanes = admission::kMaxLanes;
-    static constexpr uint32_t kOverrideSlots = 2 * kMaxDowngradedFlows;
+    static constexpr uint32_t kOverrideSlotBits = 13;
+    static constexpr uint32_t kOverrideSlots = uint32_t{1} << kOverrideSlotBits;
+    static_assert(kOverrideSlots == 2 * kMaxDowngradedFlows, "overrides at most half full");
 
     // The downgraded flows of one class: open addressing by flow hash, backward-shift removal.
     // `queued`: the flow's packets in the lower class; it returns only when there are none.
@@ -331,9 +334,8 @@ class SloGovernor {
     // for the class that downgraded it.
     void left_lower_class(uint8_t lane, uint32_t flow_hash);
     static uint32_t override_home(uint32_t flow_hash) {
-        return (flow_hash * 0x9E3779B1u) >> (32 - 13);
+        return classifier::hash_slot(flow_hash, kOverrideSlotBits);
     }
-    static_assert(kOverrideSlots == 1u << 13);
     bool insert_override(ClassState& c, uint32_t flow_hash, uint32_t job);
     bool erase_override(ClassState& c, uint32_t flow_hash);
 
