@@ -43,7 +43,7 @@ struct ReplayArgs {
     std::string discipline = "twinlane";
     std::vector<std::string> compare;
     std::string port;
-    std::string bulk_class = "training";
+    std::string bulk_class;               // empty: bulk_class_of(policy)
     std::vector<std::string> pfc_pauses;  // AT:PRIORITY:DURATION
     bool json = false;
     bool slo_measure_only = false;
@@ -140,6 +140,15 @@ std::optional<replay::InjectedPause> parse_pause(const std::string& text) {
 // Lossless senders when the replayed path's ingress port runs PFC and a class is lossless: the
 // same thresholds, priorities and watchdog as `twinlane run`, the sender reacting after the
 // cable one way and its response (pfc/headroom.h's terms).
+// The class whose fairness a replay reports when --bulk-class is not given: the policy's bulk
+// class by name, else where it sends elephants, else where RoCEv2 goes.
+std::optional<size_t> bulk_class_of(const conf::Policy& policy) {
+    if (const auto training = policy.find_class("training")) return training;
+    const conf::HeuristicsPolicy& h = policy.classifier.heuristics;
+    if (h.elephant) return h.elephant->class_index;
+    return h.roce_class;
+}
+
 bool lossless_options(const ReplayArgs& args, Setup& s) {
     const conf::Policy& policy = *s.policy;
     const conf::CompiledEgress& egress = s.egress();
@@ -261,9 +270,16 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
             s.ingress_port = static_cast<uint16_t>(f.from_port);
             break;
         }
-    const auto bulk = policy.find_class(args.bulk_class);
+    const auto bulk =
+        args.bulk_class.empty() ? bulk_class_of(policy) : policy.find_class(args.bulk_class);
     if (!bulk) {
-        spdlog::error("--bulk-class: no class named '{}' in {}", args.bulk_class, args.policy);
+        if (args.bulk_class.empty())
+            spdlog::error(
+                "{} has no class named 'training', no elephant and no RoCE class: name "
+                "the class whose fairness to report with --bulk-class",
+                args.policy);
+        else
+            spdlog::error("--bulk-class: no class named '{}' in {}", args.bulk_class, args.policy);
         return std::nullopt;
     }
     s.bulk_class = static_cast<uint8_t>(*bulk);
@@ -508,8 +524,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--pfc-pause", args->pfc_pauses,
                     "The egress peer pauses a lossless priority: AT:PRIORITY:DURATION, e.g. "
                     "10ms:3:2ms (repeatable)");
-    cmd->add_option("--bulk-class", args->bulk_class, "Class whose fairness is reported")
-        ->capture_default_str();
+    cmd->add_option("--bulk-class", args->bulk_class,
+                    "Class whose fairness is reported (default: 'training', else the policy's "
+                    "elephant class, else its RoCE class)");
     cmd->add_flag("--json", args->json, "Print the reports as a JSON array instead of a table");
     cmd->add_flag("--slo-measure-only", args->slo_measure_only,
                   "Measure the policy's SLOs but take none of their actions (adapt_cap, "

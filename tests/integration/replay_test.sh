@@ -18,6 +18,10 @@
 #                 fails leaves no output, and an older output stays whole
 #   compare_stdin --compare on stdin or a pipe is refused before anything runs (the second
 #                 discipline could not read it again); one discipline on stdin replays
+#   examples      every example policy next to POLICY replays the mix (and the same mix with a
+#                 25x inference surge over 1000 clients) under every discipline with no option
+#                 but the input: each accounts for every packet, and reports the fairness of its
+#                 bulk class (a policy without a class named `training` names its elephants')
 source "$(dirname "$0")/lib.sh"
 case_name=$1
 twinlane=$(realpath "$2")
@@ -239,6 +243,37 @@ compare_stdin)
     [ "$(json_field s.json totals rx_packets)" -eq "$(python3 "$pcaptool" count mix.pcap)" ] ||
         fail "stdin replay lost packets"
     echo "PASS: one discipline replays stdin"
+    ;;
+examples)
+    "$twinlane" gen -o "$WORK/surge.pcap" --seed 11 --duration 40ms --surge 25 --surge-start 10ms \
+        --surge-end 30ms --clients 1000 --surge-clients 1000 >/dev/null
+    count=0
+    for example in "$(dirname "$policy")"/*.yaml; do
+        for input in mix surge; do
+            name="$(basename "$example" .yaml).$input"
+            "$twinlane" --log-level warn replay -c "$example" -i "$WORK/$input.pcap" \
+                --compare fifo,rte_sched --report "$WORK/$name.json" >/dev/null ||
+                fail "$name: replay exited $?"
+            python3 - "$WORK" "$name" <<'PY' || fail "$name: accounting"
+import json, sys
+work, name = sys.argv[1], sys.argv[2]
+accounts = []
+for d in ("twinlane", "fifo", "rte_sched"):
+    r = json.load(open(f"{work}/{name}.{d}.json"))
+    t = r["totals"]
+    dropped = sum(t["dropped"].values())
+    assert t["rx_packets"] > 0, (name, d, t)
+    assert t["rx_packets"] == t["tx_packets"] + dropped + t["queued_at_end"], (name, d, t)
+    assert sum(c["rx_packets"] for c in r["classes"].values()) == t["rx_packets"], (name, d)
+    assert r["fairness"]["class"] in r["classes"], (name, d, r["fairness"])
+    accounts.append(f"{d} tx {t['tx_packets']} + dropped {dropped} + queued {t['queued_at_end']}")
+print(f"PASS: {name}: rx {t['rx_packets']} = " + " = ".join(accounts) +
+      f"; fairness of {r['fairness']['class']}")
+PY
+            count=$((count + 1))
+        done
+    done
+    [ "$count" -ge 16 ] || fail "only $count example replays"
     ;;
 *)
     fail "unknown case $case_name"
