@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 namespace twinlane::dataplane {
 namespace {
@@ -70,7 +72,17 @@ bool start_port(uint16_t port_id, const PortSettings& settings, rte_mempool* poo
     if (settings.rx_timestamps && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP))
         conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
 
-    const uint16_t rxq = std::min<uint16_t>(settings.rx_queues, info.max_rx_queues);
+    // The lcores poll every RX queue the policy names: one the device does not have would be
+    // polled unconfigured (a PMD crash). Only TX queue 0 is used, so fewer TX queues do no harm.
+    if (settings.rx_queues > info.max_rx_queues) {
+        error = "rx_queues " + std::to_string(settings.rx_queues) + ": the device has at most " +
+                std::to_string(info.max_rx_queues) + " RX queue(s)" +
+                (info.driver_name != nullptr && std::string_view(info.driver_name) == "net_pcap"
+                     ? " (net_pcap: one per rx_pcap or rx_iface argument)"
+                     : "");
+        return false;
+    }
+    const uint16_t rxq = settings.rx_queues;
     const uint16_t txq = std::min<uint16_t>(settings.tx_queues, info.max_tx_queues);
     if (rxq > 1) {  // RSS spreads flows over the RX queues (and so over RX lcores)
         conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;

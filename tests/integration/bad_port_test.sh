@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A port name that does not exist gives a clear error naming it, and a non-zero exit code; so
-# do a pcap input whose capture is not Ethernet, flow tables beyond memory, and bad option values
-# (--idle-exit, replay --link-rate).
+# do a pcap input whose capture is not Ethernet, more RX queues than a device has, flow tables
+# beyond memory, and bad option values (--idle-exit, replay --link-rate).
 # Usage: bad_port_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
 twinlane=$1
@@ -43,6 +43,27 @@ rc=0
 grep -q "port 'capture': rx_pcap '.*cooked.pcap' has link type LINUX_SLL2 (276)" "$WORK/cooked.txt" ||
     { cat "$WORK/cooked.txt"; fail "error does not name the port, file and link type"; }
 echo "PASS: non-Ethernet pcap input refused: $(grep -o "has link type [^;]*" "$WORK/cooked.txt")"
+
+# More RX queues than the device has (net_pcap: one per rx_pcap) is refused at start, naming
+# the port and the setting; the lcore polled the missing queue and net_pcap crashed (SIGSEGV).
+python3 - "$WORK/eth.pcap" <<'PY'
+import struct, sys
+frame = bytes(12) + b"\x08\x00" + struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28, 0, 0, 64, 17, 0,
+                                              bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2])) + bytes(8)
+with open(sys.argv[1], "wb") as out:
+    out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    out.write(struct.pack("<IIII", 1, 0, len(frame), len(frame)) + frame)
+PY
+sed -e "s|cooked.pcap\", rate: 1G}|eth.pcap\", rate: 1G, rx_queues: 2}|" "$WORK/cooked.yaml" \
+    >"$WORK/queues.yaml"
+grep -q "rx_queues: 2" "$WORK/queues.yaml" || fail "queues.yaml: $(cat "$WORK/queues.yaml")"
+rc=0
+timeout 60 "$twinlane" run -c "$WORK/queues.yaml" --no-control --duration 1 -- "${EAL_BASE[@]}" \
+    -l 0 >"$WORK/queues.txt" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || { cat "$WORK/queues.txt"; fail "rx_queues 2 on one rx_pcap: exit code $rc"; }
+grep -q "port 'capture' .* failed to start: rx_queues 2: the device has at most 1 RX queue" \
+    "$WORK/queues.txt" || { cat "$WORK/queues.txt"; fail "error does not name the port and rx_queues"; }
+echo "PASS: more RX queues than the device has refused: $(grep -o "rx_queues 2: [^(]*" "$WORK/queues.txt")"
 
 # Flow tables larger than the machine's available memory (every RX lcore builds one, touched
 # at start) are an error naming the setting, not an out-of-memory kill. 2^24 flows x 16 slots
