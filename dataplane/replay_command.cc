@@ -137,9 +137,6 @@ std::optional<replay::InjectedPause> parse_pause(const std::string& text) {
     return replay::InjectedPause{*at, static_cast<uint8_t>(*priority), *duration};
 }
 
-// Lossless senders when the replayed path's ingress port runs PFC and a class is lossless: the
-// same thresholds, priorities and watchdog as `twinlane run`, the sender reacting after the
-// cable one way and its response (pfc/headroom.h's terms).
 // The class whose fairness a replay reports when --bulk-class is not given: the policy's bulk
 // class by name, else where it sends elephants, else where RoCEv2 goes.
 std::optional<size_t> bulk_class_of(const conf::Policy& policy) {
@@ -149,6 +146,9 @@ std::optional<size_t> bulk_class_of(const conf::Policy& policy) {
     return h.roce_class;
 }
 
+// Lossless senders when the replayed path's ingress port runs PFC and a class is lossless: the
+// same thresholds, priorities and watchdog as `twinlane run`, the sender reacting after the
+// cable one way and its response (pfc/headroom.h's terms).
 bool lossless_options(const ReplayArgs& args, Setup& s) {
     const conf::Policy& policy = *s.policy;
     const conf::CompiledEgress& egress = s.egress();
