@@ -46,14 +46,7 @@ echo "PASS: non-Ethernet pcap input refused: $(grep -o "has link type [^;]*" "$W
 
 # More RX queues than the device has (net_pcap: one per rx_pcap) is refused at start, naming
 # the port and the setting; the lcore polled the missing queue and net_pcap crashed (SIGSEGV).
-python3 - "$WORK/eth.pcap" <<'PY'
-import struct, sys
-frame = bytes(12) + b"\x08\x00" + struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28, 0, 0, 64, 17, 0,
-                                              bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2])) + bytes(8)
-with open(sys.argv[1], "wb") as out:
-    out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-    out.write(struct.pack("<IIII", 1, 0, len(frame), len(frame)) + frame)
-PY
+"$twinlane" gen -o "$WORK/eth.pcap" --duration 2ms >/dev/null
 sed -e "s|cooked.pcap\", rate: 1G}|eth.pcap\", rate: 1G, rx_queues: 2}|" "$WORK/cooked.yaml" \
     >"$WORK/queues.yaml"
 grep -q "rx_queues: 2" "$WORK/queues.yaml" || fail "queues.yaml: $(cat "$WORK/queues.yaml")"
