@@ -226,10 +226,13 @@ bool start_ports(Pipeline& p, std::string& error) {
             return false;
         }
         p.started_ports.push_back(p.dpdk_ports[i]);
+        // The device's own counts: start_port gives it fewer TX queues than asked if it has fewer.
+        rte_eth_dev_info info{};
+        rte_eth_dev_info_get(p.dpdk_ports[i], &info);
         spdlog::info(
             "port '{}' ({}) started: {} RX / {} TX queues, MTU {}, rate {} bit/s, "
             "tx_budget {} B",
-            port.name, port_name(p.dpdk_ports[i]), port.rx_queues, port.tx_queues, port.mtu,
+            port.name, port_name(p.dpdk_ports[i]), info.nb_rx_queues, info.nb_tx_queues, port.mtu,
             port.rate_bits_per_sec, port.tx_budget_bytes);
     }
     return true;
