@@ -35,7 +35,7 @@ namespace {
 
 struct ReplayArgs {
     std::string policy;
-    std::string input;
+    std::vector<std::string> inputs;  // FILE or PORT=FILE
     std::string output;
     std::string report;
     std::string link_rate;
@@ -75,6 +75,14 @@ std::optional<std::string> not_rereadable(const std::string& input, size_t disci
     return std::nullopt;  // a missing file is PcapReader's error to give
 }
 
+// `-i PORT=FILE`: the FILE part when PORT is a name (a path with '=' but no '/' before it is
+// taken as PORT=FILE; the policy says later whether PORT is one of its ports).
+std::string input_path(const std::string& input) {
+    const size_t eq = input.find('=');
+    if (eq == std::string::npos || eq == 0 || input.find('/') < eq) return input;
+    return input.substr(eq + 1);
+}
+
 struct NamedPath {
     std::string option;  // how the command line named it: "-o", "--report", ...
     std::string path;
@@ -85,7 +93,9 @@ struct NamedPath {
 // would silently replace the other).
 std::optional<std::string> outputs_clash(const ReplayArgs& args,
                                          const std::vector<NamedPath>& outputs) {
-    const std::vector<NamedPath> inputs = {{"-i", args.input}, {"-c", args.policy}};
+    std::vector<NamedPath> inputs = {{"-c", args.policy}};
+    for (const std::string& input : args.inputs)
+        inputs.push_back({"-i", input_path(input)});
     for (const NamedPath& output : outputs) {
         for (const NamedPath& input : inputs) {
             const bool same = input.path == "-" ? replay::same_file(output.path, STDIN_FILENO)
@@ -119,7 +129,12 @@ struct Setup {
     const conf::CompiledEgress& egress() const { return compiled.egress.at(egress_index); }
     uint64_t link_rate_bps = 0;
     uint64_t ingress_rate_bps = 0;  // --ingress-rate; 0: records arrive at their timestamps
-    uint16_t ingress_port = 0;
+    uint16_t ingress_port = 0;      // the first input's
+    struct Input {
+        std::string path;
+        uint16_t port = 0;  // the ingress port the classifier sees for its records
+    };
+    std::vector<Input> inputs;
     uint8_t bulk_class = 0;
     bool slo_measure_only = false;
     replay::LosslessOptions lossless;
@@ -198,6 +213,50 @@ const conf::EgressTree* select_tree(const conf::Policy& policy, const ReplayArgs
     return tree;
 }
 
+// The inputs as messages name them: "a.pcap", or "a.pcap + b.pcap" when several are merged.
+std::string input_list(const Setup& s) {
+    std::string list;
+    for (const Setup::Input& input : s.inputs)
+        list += (list.empty() ? "" : " + ") + input.path;
+    return list;
+}
+
+// Each -i's ingress port: `PORT=FILE` names a port forwarding to the replayed egress port; a
+// plain FILE arrives on the first port that does (or port 0 if none does).
+bool resolve_inputs(const ReplayArgs& args, Setup& s) {
+    const conf::Policy& policy = *s.policy;
+    std::optional<uint16_t> first_source;
+    for (const auto& f : policy.forwarding)
+        if (f.to_port == s.tree->port) {
+            first_source = static_cast<uint16_t>(f.from_port);
+            break;
+        }
+    for (const std::string& text : args.inputs) {
+        Setup::Input input{input_path(text), first_source.value_or(0)};
+        if (input.path != text) {
+            const std::string name = text.substr(0, text.size() - input.path.size() - 1);
+            const auto port = policy.find_port(name);
+            if (!port) {
+                spdlog::error("-i '{}': {} has no port named '{}' (PORT=FILE)", text, args.policy,
+                              name);
+                return false;
+            }
+            const bool forwards = std::any_of(
+                policy.forwarding.begin(), policy.forwarding.end(),
+                [&](const auto& f) { return f.from_port == *port && f.to_port == s.tree->port; });
+            if (!forwards) {
+                spdlog::error("-i '{}': port '{}' does not forward to the replayed port '{}'", text,
+                              name, policy.ports[s.tree->port].name);
+                return false;
+            }
+            input.port = static_cast<uint16_t>(*port);
+        }
+        s.inputs.push_back(std::move(input));
+    }
+    s.ingress_port = s.inputs.front().port;
+    return true;
+}
+
 // A rate option's value: above 0, at most 10T (the policy's bounds for a port rate); nothing,
 // with the error logged, otherwise.
 std::optional<uint64_t> parse_link_rate(const char* option, const std::string& text) {
@@ -265,11 +324,7 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     s.egress_index = static_cast<size_t>(tree - policy.egress_trees.data());
     s.link_rate_bps = link_rate.value_or(policy.ports[tree->port].rate_bits_per_sec);
     s.ingress_rate_bps = ingress_rate.value_or(0);
-    for (const auto& f : policy.forwarding)
-        if (f.to_port == tree->port) {
-            s.ingress_port = static_cast<uint16_t>(f.from_port);
-            break;
-        }
+    if (!resolve_inputs(args, s)) return std::nullopt;
     const auto bulk =
         args.bulk_class.empty() ? bulk_class_of(policy) : policy.find_class(args.bulk_class);
     if (!bulk) {
@@ -285,6 +340,17 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     s.bulk_class = static_cast<uint8_t>(*bulk);
     s.slo_measure_only = args.slo_measure_only;
     if (!lossless_options(args, s)) return std::nullopt;
+    if (s.lossless.enabled) {
+        for (const Setup::Input& input : s.inputs) {
+            if (input.port == s.ingress_port) continue;
+            spdlog::error(
+                "-i: inputs on ports '{}' and '{}' with PFC on '{}': the lossless senders are "
+                "modelled on one ingress port only; replay the inputs of one port",
+                policy.ports[s.ingress_port].name, policy.ports[input.port].name,
+                policy.ports[s.ingress_port].name);
+            return std::nullopt;
+        }
+    }
     return s;
 }
 
@@ -335,8 +401,15 @@ int run(const ReplayArgs& args) {
         if (d != args.discipline) disciplines.push_back(d);
     const bool several = disciplines.size() > 1;
 
-    if (auto problem = not_rereadable(args.input, disciplines.size())) {
-        spdlog::error("{}", *problem);
+    for (const std::string& input : args.inputs) {
+        if (auto problem = not_rereadable(input_path(input), disciplines.size())) {
+            spdlog::error("{}", *problem);
+            return 2;
+        }
+    }
+    if (args.inputs.size() > 1 && std::count(args.inputs.begin(), args.inputs.end(), "-") != 0) {
+        spdlog::error(
+            "-i -: stdin is one input of its own; save it to a file to merge it with others");
         return 2;
     }
     std::vector<NamedPath> outputs;
@@ -391,7 +464,12 @@ int run(const ReplayArgs& args) {
                                                              setup->bulk_class, 1'000'000);
         if (!setup->egress().slo.empty()) report->track_shares_by_class();
         try {
-            replay::PcapReader reader(args.input);
+            std::vector<std::unique_ptr<replay::PcapReader>> readers;
+            std::vector<replay::ReplayInput> inputs;
+            for (const Setup::Input& input : setup->inputs) {
+                readers.push_back(std::make_unique<replay::PcapReader>(input.path));
+                inputs.push_back({readers.back().get(), input.port});
+            }
             std::unique_ptr<replay::OutputFile> pcap_file;
             std::unique_ptr<replay::PcapWriter> writer;
             const std::string out_path = per_discipline(args.output, name, several);
@@ -408,7 +486,7 @@ int run(const ReplayArgs& args) {
             options.keep_payload = writer != nullptr;
             options.max_frame_bytes = setup->egress().tree.max_packet_bytes;
             options.lossless = setup->lossless;
-            replay::replay_pcap(options, classifier, *discipline, *report, writer.get(), reader);
+            replay::replay_pcaps(options, classifier, *discipline, *report, writer.get(), inputs);
             if (writer) writer->close();
             const auto* governed =
                 dynamic_cast<const replay::SchedulerDiscipline*>(discipline.get());
@@ -422,18 +500,20 @@ int run(const ReplayArgs& args) {
             if (pcap_file) written.push_back(std::move(pcap_file));
             if (report->records_back_in_time() != 0 && name == disciplines.front()) {
                 spdlog::warn(
-                    "pcap '{}': {} records stamped earlier than the record before them "
+                    "{}: {} records stamped earlier than the record before them "
                     "(by up to {:.1f} us: an unsorted merge of captures, or one bad "
                     "timestamp?) were replayed at that record's time; `reordercap` "
                     "sorts a capture",
-                    args.input, report->records_back_in_time(),
+                    input_list(*setup), report->records_back_in_time(),
                     static_cast<double>(report->max_back_in_time_ns()) / 1e3);
             }
-            if (!reader.truncated_tail().empty() && name == disciplines.front()) {
+            for (size_t k = 0; k < readers.size() && name == disciplines.front(); ++k) {
+                const replay::PcapReader& reader = *readers[k];
+                if (reader.truncated_tail().empty()) continue;
                 spdlog::warn(
                     "pcap '{}' ends inside record {} ({}): replayed the {} complete "
                     "records before it",
-                    args.input, reader.records_read() + 1, reader.truncated_tail(),
+                    setup->inputs[k].path, reader.records_read() + 1, reader.truncated_tail(),
                     reader.records_read());
             }
         } catch (const replay::PcapError& e) {
@@ -486,7 +566,7 @@ int run(const ReplayArgs& args) {
         std::vector<const replay::ReplayReport*> views;
         for (const auto& r : reports)
             views.push_back(r.get());
-        std::printf("replay of %s at %.3g Gbit/s, policy %s\n", args.input.c_str(),
+        std::printf("replay of %s at %.3g Gbit/s, policy %s\n", input_list(*setup).c_str(),
                     static_cast<double>(setup->link_rate_bps) / 1e9, args.policy.c_str());
         std::printf("%s", replay::format_comparison(views).c_str());
     }
@@ -502,8 +582,13 @@ void add_replay_command(CLI::App& app, int& exit_code) {
         "Replay a pcap in virtual time through the classifier and a scheduling discipline.\n"
         "Timestamps are arrival times; a virtual link of --link-rate gives departure times.");
     cmd->add_option("-c,--policy", args->policy, "Policy file (YAML)")->required();
-    cmd->add_option("-i,--input", args->input, "Input pcap (microsecond or nanosecond)")
-        ->required();
+    cmd->add_option("-i,--input", args->inputs,
+                    "Input pcap (microsecond or nanosecond); repeatable: captures of several "
+                    "links on one clock, merged by arrival, each on its own ingress link; "
+                    "PORT=FILE: arriving on the policy's port PORT (default: the first port "
+                    "forwarding to the replayed one)")
+        ->required()
+        ->take_all();
     cmd->add_option("-o,--output", args->output,
                     "Output pcap with departure timestamps (per discipline with --compare)");
     cmd->add_option("--report", args->report, "JSON report (per discipline with --compare)");

@@ -82,12 +82,64 @@ uint64_t BasicReplayEngine<D>::run(PcapReader& input) {
 }
 
 template <class D>
+uint64_t BasicReplayEngine<D>::run(std::span<const ReplayInput> inputs) {
+    if (inputs.size() == 1 && inputs[0].ingress_port == options_.ingress_port)
+        return run(*inputs[0].reader);
+    // One record ahead per input, offered in arrival order; a record is offered before its
+    // reader reads the next, so it stays valid without a copy.
+    struct Pending {
+        PcapRecord record;
+        uint64_t stamped = 0;
+        bool live = false;
+    };
+    std::vector<Pending> pending(inputs.size());
+    std::vector<TraceSchedule> links;
+    if (options_.ingress_rate_bps != 0)
+        links.assign(inputs.size(), TraceSchedule(1'000'000'000, 1.0, options_.ingress_rate_bps));
+    for (size_t k = 0; k < inputs.size(); ++k)
+        pending[k].live = inputs[k].reader->next(pending[k].record);
+    uint64_t epoch = UINT64_MAX;
+    for (const Pending& p : pending)
+        if (p.live) epoch = std::min(epoch, p.record.timestamp_ns);
+    auto stamp = [&](size_t k) {
+        Pending& p = pending[k];
+        p.stamped = p.record.timestamp_ns;
+        if (!links.empty()) {
+            links[k].next(p.stamped, p.record.wire_length);
+            p.stamped = epoch + links[k].last_end();  // ticks are ns here
+        }
+    };
+    for (size_t k = 0; k < inputs.size(); ++k) {
+        if (!links.empty()) links[k].start_at(epoch);
+        if (pending[k].live) stamp(k);
+    }
+    for (;;) {
+        size_t first = inputs.size();
+        for (size_t k = 0; k < inputs.size(); ++k)
+            if (pending[k].live &&
+                (first == inputs.size() || pending[k].stamped < pending[first].stamped))
+                first = k;
+        if (first == inputs.size()) break;
+        offer_at(pending[first].record, pending[first].stamped, inputs[first].ingress_port);
+        pending[first].live = inputs[first].reader->next(pending[first].record);
+        if (pending[first].live) stamp(first);
+    }
+    return finish();
+}
+
+template <class D>
 void BasicReplayEngine<D>::offer(const PcapRecord& record) {
     uint64_t stamped = record.timestamp_ns;
     if (ingress_) [[unlikely]] {
         ingress_->next(stamped, record.wire_length);
         stamped = ingress_->first_timestamp_ns() + ingress_->last_end();  // ticks are ns here
     }
+    offer_at(record, stamped, options_.ingress_port);
+}
+
+template <class D>
+void BasicReplayEngine<D>::offer_at(const PcapRecord& record, uint64_t stamped,
+                                    uint16_t ingress_port) {
     // Captures are not always in time order (multi-queue capture): never go back in time.
     if (stamped < last_arrival_ns_) [[unlikely]]
         report_.on_time_reversal(last_arrival_ns_ - stamped);
@@ -106,7 +158,7 @@ void BasicReplayEngine<D>::offer(const PcapRecord& record) {
     transmit_until(arrival);
     discipline_.advance(arrival);
     account_moves(arrival);
-    arrive(record, arrival);
+    arrive(record, arrival, ingress_port);
     last_arrival_ns_ = arrival;
 }
 
@@ -120,7 +172,7 @@ void BasicReplayEngine<D>::advance_to(uint64_t until_ns) {
         if (lossless_->next_peer_frame_ns() == next) apply_peer_pauses(next);
         if (lossless_->next_release_ns() == next) {
             const LosslessModel::Held held = lossless_->release(next);
-            arrive(PcapRecord{next, held.wire_length, held.bytes}, next);
+            arrive(PcapRecord{next, held.wire_length, held.bytes}, next, options_.ingress_port);
         }
     }
 }
@@ -204,14 +256,15 @@ void BasicReplayEngine<D>::drop_on_arrival(const classifier::Result& r, uint32_t
 }
 
 template <class D>
-void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns) {
+void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns,
+                                  uint16_t ingress_port) {
     // The classifier reads the frame where it is; without an output pcap it sees only the
     // first kHeaderBytes, as if the frame had been snapped there.
     const auto captured = static_cast<uint32_t>(record.captured.size());
     const uint32_t seen = options_.keep_payload ? captured : std::min(captured, kHeaderBytes);
     const uint8_t* frame = record.captured.data();
     const classifier::Result r = classifier_.classify(
-        frame, seen, std::max(record.wire_length, seen), options_.ingress_port, arrival_ns);
+        frame, seen, std::max(record.wire_length, seen), ingress_port, arrival_ns);
     if (r.malformed != classifier::MalformedReason::none)
         report_.on_malformed(classifier::to_string(r.malformed));
     // A reclassified flow's queued packets follow it before anything of it is offered (or
@@ -366,22 +419,30 @@ template class BasicReplayEngine<RteSchedDiscipline>;
 namespace {
 template <class D>
 uint64_t replay_with(const ReplayOptions& options, classifier::Classifier& classifier,
-                     D& discipline, ReplayReport& report, PcapWriter* output, PcapReader& input) {
+                     D& discipline, ReplayReport& report, PcapWriter* output,
+                     std::span<const ReplayInput> inputs) {
     BasicReplayEngine<D> engine(options, classifier, discipline, report, output);
-    return engine.run(input);
+    return engine.run(inputs);
 }
 }  // namespace
+
+uint64_t replay_pcaps(const ReplayOptions& options, classifier::Classifier& classifier,
+                      Discipline& discipline, ReplayReport& report, PcapWriter* output,
+                      std::span<const ReplayInput> inputs) {
+    if (auto* d = dynamic_cast<SchedulerDiscipline*>(&discipline))
+        return replay_with(options, classifier, *d, report, output, inputs);
+    if (auto* d = dynamic_cast<FifoDiscipline*>(&discipline))
+        return replay_with(options, classifier, *d, report, output, inputs);
+    if (auto* d = dynamic_cast<RteSchedDiscipline*>(&discipline))
+        return replay_with(options, classifier, *d, report, output, inputs);
+    return replay_with(options, classifier, discipline, report, output, inputs);
+}
 
 uint64_t replay_pcap(const ReplayOptions& options, classifier::Classifier& classifier,
                      Discipline& discipline, ReplayReport& report, PcapWriter* output,
                      PcapReader& input) {
-    if (auto* d = dynamic_cast<SchedulerDiscipline*>(&discipline))
-        return replay_with(options, classifier, *d, report, output, input);
-    if (auto* d = dynamic_cast<FifoDiscipline*>(&discipline))
-        return replay_with(options, classifier, *d, report, output, input);
-    if (auto* d = dynamic_cast<RteSchedDiscipline*>(&discipline))
-        return replay_with(options, classifier, *d, report, output, input);
-    return replay_with(options, classifier, discipline, report, output, input);
+    const ReplayInput one{&input, options.ingress_port};
+    return replay_pcaps(options, classifier, discipline, report, output, {&one, 1});
 }
 
 }  // namespace twinlane::replay

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "classifier/classifier.h"
@@ -31,8 +32,10 @@ namespace twinlane::replay {
 
 struct ReplayOptions {
     uint64_t link_rate_bps = 10'000'000'000ULL;
-    uint16_t ingress_port = 0;  // the port the classifier sees for every input packet
-    bool drain = true;          // after the last arrival, transmit what is still queued
+    // The port the classifier sees for a packet offered without one (offer(), run(PcapReader&),
+    // the lossless senders' releases).
+    uint16_t ingress_port = 0;
+    bool drain = true;  // after the last arrival, transmit what is still queued
     // Without an output pcap only the headers are needed (classification, ECN marking): the
     // classifier then sees just the first kHeaderBytes of each frame, and no frame is kept.
     bool keep_payload = true;
@@ -44,8 +47,17 @@ struct ReplayOptions {
     LosslessOptions lossless;
     // An ingress link of this rate delivers the records (trace_schedule.h, the rule of `twinlane
     // run --pace-input`): each arrives when the link has carried its last byte, no sooner
-    // than its timestamp. 0: records arrive at their timestamps.
+    // than its timestamp; with several inputs, each has a link of its own. 0: records arrive
+    // at their timestamps.
     uint64_t ingress_rate_bps = 0;
+};
+
+// One capture and the ingress port it arrives on. Several inputs are captures of several links
+// on one clock (a tap on each link into the egress port): merged by arrival, the earliest
+// first record of them all at time zero of the ingress links.
+struct ReplayInput {
+    PcapReader* reader = nullptr;
+    uint16_t ingress_port = 0;
 };
 
 inline constexpr uint32_t kHeaderBytes = 256;
@@ -56,8 +68,11 @@ class BasicReplayEngine {
     BasicReplayEngine(const ReplayOptions& options, classifier::Classifier& classifier,
                       D& discipline, ReplayReport& report, PcapWriter* output);
 
-    // Replays every record of `input`; returns the virtual time at which the run ended.
+    // Replays every record of `input` (on options.ingress_port); returns the virtual time at
+    // which the run ended.
     uint64_t run(PcapReader& input);
+    // The same for several inputs, merged by arrival time (each through its own ingress link).
+    uint64_t run(std::span<const ReplayInput> inputs);
 
     // The same in steps, for inputs that are not files: offer records in arrival order, then
     // finish() once (drains if options.drain, closes the report, returns the end time).
@@ -91,7 +106,9 @@ class BasicReplayEngine {
     static constexpr uint32_t kChunkShift = 10;
     static constexpr uint32_t kChunkSlots = 1u << kChunkShift;
 
-    void arrive(const PcapRecord& record, uint64_t arrival_ns);
+    // `record` arrives on `ingress_port` at `stamped` (its timestamp or its ingress link's).
+    void offer_at(const PcapRecord& record, uint64_t stamped, uint16_t ingress_port);
+    void arrive(const PcapRecord& record, uint64_t arrival_ns, uint16_t ingress_port);
     // Virtual time up to `until_ns`, with the lossless senders' releases and the egress peer's
     // pauses at their times in between.
     void advance_to(uint64_t until_ns);
@@ -150,5 +167,9 @@ using ReplayEngine = BasicReplayEngine<Discipline>;
 uint64_t replay_pcap(const ReplayOptions& options, classifier::Classifier& classifier,
                      Discipline& discipline, ReplayReport& report, PcapWriter* output,
                      PcapReader& input);
+// The same for several inputs merged by arrival (BasicReplayEngine::run(inputs)).
+uint64_t replay_pcaps(const ReplayOptions& options, classifier::Classifier& classifier,
+                      Discipline& discipline, ReplayReport& report, PcapWriter* output,
+                      std::span<const ReplayInput> inputs);
 
 }  // namespace twinlane::replay

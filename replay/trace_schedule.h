@@ -25,6 +25,14 @@ class TraceSchedule {
                                            : static_cast<double>(tsc_hz) * 8 /
                                                  static_cast<double>(link_bps)) {}
 
+    // Due times count from `first_ns` instead of the first frame's timestamp: captures of
+    // several links on one clock keep their relative timing (the earliest first frame among
+    // them). Before the first next(); a frame stamped before `first_ns` is due at once.
+    void start_at(uint64_t first_ns) {
+        started_ = true;
+        first_ns_ = first_ns;
+    }
+
     // The next frame's due time, in ticks after the first frame's; frames in file order.
     uint64_t next(uint64_t timestamp_ns, uint32_t wire_length) {
         if (!started_) {

@@ -22,6 +22,9 @@
 #                 25x inference surge over 1000 clients) under every discipline with no option
 #                 but the input: each accounts for every packet, and reports the fairness of its
 #                 bulk class (a policy without a class named `training` names its elephants')
+#   merged_inputs several -i inputs: merged by time they depart as the one capture holding
+#                 them all; with --ingress-rate each has a link of its own; PORT=FILE names
+#                 the ingress port; bad ports and stdin among several are refused
 source "$(dirname "$0")/lib.sh"
 case_name=$1
 twinlane=$(realpath "$2")
@@ -274,6 +277,55 @@ PY
         done
     done
     [ "$count" -ge 16 ] || fail "only $count example replays"
+    ;;
+merged_inputs)
+    cd "$WORK"
+    # The generator's sources draw from streams of their own: the same seed with only training,
+    # and with everything but training, are the two halves of mix.pcap.
+    "$twinlane" gen -o train.pcap --seed 11 --duration 50ms --inference-load 0 --other-load 0 >/dev/null
+    "$twinlane" gen -o edge.pcap --seed 11 --duration 50ms --training-load 0 >/dev/null
+    "$twinlane" --log-level warn replay -c "$policy" --port east -i mix.pcap -o one.pcap \
+        --report one.json >/dev/null || fail "replay of mix.pcap"
+    "$twinlane" --log-level warn replay -c "$policy" --port east -i west=train.pcap -i edge.pcap \
+        -o two.pcap --report two.json >two.txt || fail "replay of train.pcap + edge.pcap"
+    cmp one.pcap two.pcap || fail "the two halves merged do not depart as mix.pcap does"
+    head -1 two.txt | grep -q "replay of train.pcap + edge.pcap" || fail "header: $(head -1 two.txt)"
+    echo "PASS: two captures merged by time depart as the one capture holding both ($(python3 "$pcaptool" count two.pcap) packets)"
+    for rate in 25G 10G; do
+        "$twinlane" --log-level warn replay -c "$policy" --port east --ingress-rate $rate \
+            -i train.pcap -i edge.pcap --compare fifo --report split.json >/dev/null ||
+            fail "--ingress-rate $rate over two inputs"
+        "$twinlane" --log-level warn replay -c "$policy" --port east --ingress-rate $rate \
+            -i mix.pcap --report shared.json >/dev/null || fail "--ingress-rate $rate over one input"
+        python3 - "$rate" <<'PY' || fail "--ingress-rate $rate: accounting"
+import json, sys
+split = json.load(open("split.twinlane.json"))
+shared = json.load(open("shared.json"))
+for r in (split, shared, json.load(open("split.fifo.json"))):
+    t = r["totals"]
+    assert t["rx_packets"] > 0, t
+    assert t["rx_packets"] == t["tx_packets"] + sum(t["dropped"].values()) + t["queued_at_end"], t
+assert split["totals"]["rx_packets"] == shared["totals"]["rx_packets"]
+p99 = lambda r: r["classes"]["inference"]["latency_us"]["p99"]
+print(f"PASS: --ingress-rate {sys.argv[1]}: each input on its own link, rx "
+      f"{split['totals']['rx_packets']} accounted for; inference p99 {p99(split):.1f} us "
+      f"(training on its own link) vs {p99(shared):.1f} us (one link for all)")
+PY
+    done
+    rc=0
+    "$twinlane" --log-level warn replay -c "$policy" --port east -i nosuch=train.pcap \
+        >/dev/null 2>err.txt || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "has no port named 'nosuch'" err.txt || fail "unknown port: $rc $(cat err.txt)"
+    rc=0
+    "$twinlane" --log-level warn replay -c "$policy" --port east -i east=train.pcap \
+        >/dev/null 2>err.txt || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "port 'east' does not forward to the replayed port 'east'" err.txt ||
+        fail "port not forwarding: $rc $(cat err.txt)"
+    rc=0
+    "$twinlane" --log-level warn replay -c "$policy" -i train.pcap -i - <edge.pcap \
+        >/dev/null 2>err.txt || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "stdin is one input of its own" err.txt || fail "stdin merged: $rc $(cat err.txt)"
+    echo "PASS: PORT=FILE naming an unknown port or one that does not forward there, and stdin among several inputs, are refused"
     ;;
 *)
     fail "unknown case $case_name"

@@ -126,13 +126,11 @@ TEST_F(MergedInputs, EachInputHasAnIngressLinkOfItsOwn) {
     write("b.pcap", {5'000, 5'000, 5'000}, 2000);
     write("ab.pcap", {5'000, 5'000, 5'000, 5'000, 5'000, 5'000}, 1000);
     const Result merged = replay({{"a.pcap", 1}, {"b.pcap", 1}}, 10'000'000'000ULL);
-    EXPECT_EQ(merged.departures,
-              (std::vector<uint64_t>{6'100, 6'200, 7'100, 7'200, 8'100, 8'200}));
+    EXPECT_EQ(merged.departures, (std::vector<uint64_t>{6'100, 6'200, 7'100, 7'200, 8'100, 8'200}));
     // On equal arrivals the earlier input goes first.
     EXPECT_EQ(merged.src_ports, (std::vector<uint64_t>{1000, 2000, 1000, 2000, 1000, 2000}));
     const Result one = replay({{"ab.pcap", 1}}, 10'000'000'000ULL);
-    EXPECT_EQ(one.departures,
-              (std::vector<uint64_t>{6'100, 7'100, 8'100, 9'100, 10'100, 11'100}));
+    EXPECT_EQ(one.departures, (std::vector<uint64_t>{6'100, 7'100, 8'100, 9'100, 10'100, 11'100}));
 }
 
 // The inputs share one clock: the earliest first record of them all is time zero of every
