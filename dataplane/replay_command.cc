@@ -75,11 +75,13 @@ std::optional<std::string> not_rereadable(const std::string& input, size_t disci
     return std::nullopt;  // a missing file is PcapReader's error to give
 }
 
-// `-i PORT=FILE`: the FILE part when PORT is a name (a path with '=' but no '/' before it is
-// taken as PORT=FILE; the policy says later whether PORT is one of its ports).
+// `-i PORT=FILE`: the FILE part. A file that exists under the whole name, or a '/' before the
+// '=', make it a plain path; the policy says later whether PORT is one of its ports.
 std::string input_path(const std::string& input) {
     const size_t eq = input.find('=');
     if (eq == std::string::npos || eq == 0 || input.find('/') < eq) return input;
+    std::error_code ignored;
+    if (std::filesystem::exists(input, ignored)) return input;
     return input.substr(eq + 1);
 }
 
@@ -340,16 +342,20 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     s.bulk_class = static_cast<uint8_t>(*bulk);
     s.slo_measure_only = args.slo_measure_only;
     if (!lossless_options(args, s)) return std::nullopt;
-    if (s.lossless.enabled) {
-        for (const Setup::Input& input : s.inputs) {
-            if (input.port == s.ingress_port) continue;
-            spdlog::error(
-                "-i: inputs on ports '{}' and '{}' with PFC on '{}': the lossless senders are "
-                "modelled on one ingress port only; replay the inputs of one port",
-                policy.ports[s.ingress_port].name, policy.ports[input.port].name,
-                policy.ports[s.ingress_port].name);
-            return std::nullopt;
-        }
+    // The lossless senders (and --pfc-pause's peer) are modelled on one ingress port.
+    for (const Setup::Input& input : s.inputs) {
+        if (input.port == s.ingress_port) continue;
+        const auto pfc_on = [&](uint16_t port) {
+            return s.compiled.pfc.ports[port].mode != conf::PfcMode::off &&
+                   !s.egress().pfc_accounts.empty();
+        };
+        if (!s.lossless.enabled && !pfc_on(input.port)) continue;
+        spdlog::error(
+            "-i: inputs arrive on ports '{}' and '{}', with PFC on '{}': the lossless senders "
+            "are modelled on one ingress port; replay the inputs of one port",
+            policy.ports[s.ingress_port].name, policy.ports[input.port].name,
+            policy.ports[pfc_on(input.port) ? input.port : s.ingress_port].name);
+        return std::nullopt;
     }
     return s;
 }

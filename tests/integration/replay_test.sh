@@ -326,6 +326,33 @@ PY
         >/dev/null 2>err.txt || rc=$?
     [ "$rc" -eq 2 ] && grep -q "stdin is one input of its own" err.txt || fail "stdin merged: $rc $(cat err.txt)"
     echo "PASS: PORT=FILE naming an unknown port or one that does not forward there, and stdin among several inputs, are refused"
+    cp edge.pcap 'x=edge.pcap'
+    "$twinlane" --log-level warn replay -c "$policy" -i 'x=edge.pcap' >/dev/null ||
+        fail "a file whose name holds '=' is not replayed as that file"
+    # The lossless senders are modelled on one ingress port: with PFC on either input's port,
+    # inputs on two ports are refused; two inputs on the one port replay.
+    python3 - "$(dirname "$policy")/lossless.yaml" <<'PY'
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))
+p["ports"].append({"name": "north", "device": "net_null2", "rate": "25G", "mtu": 9000})
+p["forwarding"].append({"from": "north", "to": "east"})
+yaml.safe_dump(p, open("three.yaml", "w"), sort_keys=False)
+PY
+    rc=0
+    "$twinlane" --log-level warn replay -c three.yaml --port east -i west=train.pcap \
+        -i north=edge.pcap >/dev/null 2>err.txt || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "ports 'west' and 'north', with PFC on 'west'" err.txt ||
+        fail "PFC over two ingress ports: $rc $(cat err.txt)"
+    rc=0
+    "$twinlane" --log-level warn replay -c three.yaml --port east -i north=edge.pcap \
+        -i west=train.pcap >/dev/null 2>err.txt || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "ports 'north' and 'west', with PFC on 'west'" err.txt ||
+        fail "PFC on the second input's port: $rc $(cat err.txt)"
+    "$twinlane" --log-level warn replay -c three.yaml --port east -i west=train.pcap \
+        -i west=edge.pcap --report pfc.json >/dev/null || fail "PFC, two inputs on one port"
+    [ "$(json_field pfc.json totals rx_packets)" -eq "$(python3 "$pcaptool" count mix.pcap)" ] ||
+        fail "PFC, two inputs on one port: not every record arrived"
+    echo "PASS: with PFC, inputs on two ingress ports are refused; two on one port replay"
     ;;
 *)
     fail "unknown case $case_name"
