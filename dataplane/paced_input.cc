@@ -82,7 +82,7 @@ void PacedInput::align(uint64_t epoch_ns, std::atomic<uint64_t>* origin) {
 }
 
 uint16_t PacedInput::receive(uint16_t port, uint16_t queue, BurstSizer& sizer, rte_mbuf** out,
-                             uint16_t max, uint64_t& arrival_tsc) {
+                             uint16_t max, uint64_t* arrival_tsc) {
     const auto capacity = static_cast<uint32_t>(staged_.size());
     if (!preloaded_ && count_ < capacity / 2) {
         rte_mbuf* read[kAhead];
@@ -105,8 +105,8 @@ uint16_t PacedInput::receive(uint16_t port, uint16_t queue, BurstSizer& sizer, r
             origin_tsc_ = first;
     }
     uint16_t released = 0;
-    arrival_tsc = origin_tsc_ + arrival_[head_];
     while (count_ != 0 && released < max && origin_tsc_ + arrival_[head_] <= now) {
+        arrival_tsc[released] = origin_tsc_ + arrival_[head_];
         out[released++] = staged_[head_];
         if (++head_ == capacity) head_ = 0;
         --count_;

@@ -55,11 +55,11 @@ class PacedInput {
     void align(uint64_t epoch_ns, std::atomic<uint64_t>* origin);
 
     // Tops the read-ahead up (one rx_burst sized by `sizer`, when it is below half; nothing
-    // once preloaded), then moves the frames due by now, at most `max`, to `out`.
-    // `arrival_tsc` gets the earliest arrival among them: the burst is stamped with it, which
-    // over-counts later frames of the same pass by at most the pass, never under-counts.
+    // once preloaded), then moves the frames due by now, at most `max`, to `out`, and when each
+    // arrived on the modelled wire to `arrival_tsc` (a frame's latency counts from its own
+    // arrival, not its burst's first).
     uint16_t receive(uint16_t port, uint16_t queue, BurstSizer& sizer, rte_mbuf** out, uint16_t max,
-                     uint64_t& arrival_tsc);
+                     uint64_t* arrival_tsc);
 
     uint64_t frames() const { return frames_; }
     bool preloaded() const { return preloaded_; }

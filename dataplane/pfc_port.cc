@@ -122,7 +122,8 @@ void PfcTally::publish_in(const PfcAccounts& accounts, LcoreCounters& c) {
 }
 
 uint16_t take_mac_control(rte_mbuf** pkts, uint16_t n, const PfcRx& rx, int meta_offset,
-                          uint64_t now_ns, PortCounters& port, LcoreCounters& c) {
+                          uint64_t now_ns, PortCounters& port, LcoreCounters& c,
+                          uint64_t* arrival_ns) {
     uint16_t kept = 0;
     uint64_t consumed = 0;
     uint64_t consumed_bytes = 0;
@@ -130,6 +131,7 @@ uint16_t take_mac_control(rte_mbuf** pkts, uint16_t n, const PfcRx& rx, int meta
         rte_mbuf* m = pkts[i];
         if (!pfc::is_mac_control(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m)))
             [[likely]] {
+            if (arrival_ns != nullptr) arrival_ns[kept] = arrival_ns[i];
             pkts[kept++] = m;
             continue;
         }

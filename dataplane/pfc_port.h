@@ -89,11 +89,12 @@ struct PfcTally {
     void publish_in(const PfcAccounts& accounts, LcoreCounters& c);
 };
 
-// Takes the MAC control frames out of `pkts[0..n)` (compacting the rest, in order); hands them to
-// `rx.received` stamped with `now_ns`, or frees them; counts them received on `port` and
-// consumed. Returns the packets left.
+// Takes the MAC control frames out of `pkts[0..n)` (compacting the rest, in order, and
+// `arrival_ns` with them when given); hands them to `rx.received` stamped with `now_ns`, or
+// frees them; counts them received on `port` and consumed. Returns the packets left.
 uint16_t take_mac_control(rte_mbuf** pkts, uint16_t n, const PfcRx& rx, int meta_offset,
-                          uint64_t now_ns, PortCounters& port, LcoreCounters& c);
+                          uint64_t now_ns, PortCounters& port, LcoreCounters& c,
+                          uint64_t* arrival_ns = nullptr);
 
 // The tag of a packet admitted from this RX task into `lane` (0: not counted).
 inline uint8_t pfc_tag_of(const PfcRx& rx, uint8_t lane, const uint8_t* frame, uint32_t readable) {

@@ -128,6 +128,8 @@ struct BurstSource {
     const uint8_t* pfc_tags;
     const PfcAccounts& accounts;
     LcoreCounters& c;
+    uint64_t now_ns;
+    const uint64_t* arrival_ns;  // by position; nullptr: every packet arrived at now_ns
 
     const classifier::Result& classified(Item i) const { return results[i]; }
     uint32_t previous_job(Item i) const { return results[i].previous_job; }
@@ -136,7 +138,12 @@ struct BurstSource {
         const classifier::Result& r = results[i];
         p.handle = m;
         p.length_bytes = rte_pktmbuf_pkt_len(m);
-        p.user_ns = 0;
+        // A paced input's frame waited on the modelled wire since its own arrival (the mbuf's
+        // metadata is not written here: kWaitInMeta is out of reach, and 4 s more than enough).
+        p.user_ns = arrival_ns == nullptr
+                        ? 0
+                        : static_cast<uint32_t>(std::min<uint64_t>(
+                              now_ns - std::min(now_ns, arrival_ns[i]), kWaitInMeta - 1));
         p.l3 = r.ecn_capable ? l3_in_first_segment(m, r.l3_offset) : nullptr;
         p.ip_version = p.l3 != nullptr ? r.ip_version : 0;
     }
@@ -213,7 +220,8 @@ struct Stamp {
     const PfcRx& pfc;
     int meta_offset;  // -1: no lane ring on the way
     uint64_t now_ns;
-    uint8_t* pfc_tags;  // by position
+    const uint64_t* arrival_ns;  // by position; nullptr: every packet arrived at now_ns
+    uint8_t* pfc_tags;           // by position
     PfcTally& pfc_in;
 
     void operator()(uint8_t i, const classifier::Result& r, uint8_t lane) const {
@@ -223,7 +231,7 @@ struct Stamp {
         pfc_in.add(tag, headers.wire_bytes[i]);
         if (meta_offset >= 0) {
             PacketMeta* meta = packet_meta(m, meta_offset);
-            meta->arrival_ns = now_ns;
+            meta->arrival_ns = arrival_ns != nullptr ? arrival_ns[i] : now_ns;
             meta->job_id = r.job_id;
             meta->flow_hash = r.flow_hash;
             meta->l3_offset = r.l3_offset;
@@ -272,10 +280,11 @@ struct RingAdmitter {
 
 // Run to completion: straight into the scheduler, timed as its enqueue stage.
 void admit_local(EgressTask& e, const Burst& burst, rte_mbuf* const* pkts,
-                 const classifier::Result* results, const uint8_t* pfc_tags, LcoreCounters& c,
-                 const PipelineShared& shared, uint64_t now_ns) {
+                 const classifier::Result* results, const uint8_t* pfc_tags,
+                 const uint64_t* arrival_ns, LcoreCounters& c, const PipelineShared& shared,
+                 uint64_t now_ns) {
     const uint64_t tsc = rte_rdtsc();
-    BurstSource source{pkts, results, pfc_tags, e.pfc_accounts, c};
+    BurstSource source{pkts, results, pfc_tags, e.pfc_accounts, c, now_ns, arrival_ns};
     admission::SchedulerAdmission<BurstSource> admission(*e.scheduler, e.leaves, shared.lane_count,
                                                          source, e.scratch_packets, e.scratch_drops,
                                                          now_ns, e.governor.get());
@@ -309,11 +318,18 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared)
     rte_mbuf* pkts[kBurst];
     uint16_t received = 0;
     uint64_t rx_tsc = 0;
+    uint64_t paced_arrival_ns[kBurst];
+    uint64_t* arrival_ns = nullptr;  // a paced input's, per frame
     if (task.paced) [[unlikely]] {
-        // Stamped with when the frames arrived on the modelled wire, not when they were read.
-        received =
-            task.paced->receive(task.dpdk_port, task.queue, task.rx_burst, pkts, kBurst, rx_tsc);
+        // Handed over now; each frame timed from when it arrived on the modelled wire.
+        uint64_t arrival_tsc[kBurst];
+        received = task.paced->receive(task.dpdk_port, task.queue, task.rx_burst, pkts, kBurst,
+                                       arrival_tsc);
         if (received == 0) return 0;
+        rx_tsc = rte_rdtsc();
+        for (uint16_t i = 0; i < received; ++i)
+            paced_arrival_ns[i] = shared.clock.ns(arrival_tsc[i]);
+        arrival_ns = paced_arrival_ns;
     } else {
         const uint64_t call_tsc = task.rx_burst.enabled() ? rte_rdtsc() : 0;
         received = rte_eth_rx_burst(task.dpdk_port, task.queue, pkts, task.rx_burst.size());
@@ -330,7 +346,7 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared)
     LcoreCounters& c = *ctx.counters;
     // MAC control frames (PFC) are the PFC port's, never forwarded (counted received there).
     const uint16_t n = take_mac_control(pkts, received, task.pfc, shared.meta_offset, now_ns,
-                                        c.ports[task.policy_port], c);
+                                        c.ports[task.policy_port], c, arrival_ns);
     if (n == 0) [[unlikely]]
         return received;
     RxHeaders headers;
@@ -345,13 +361,13 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared)
     PfcTally pfc_in, pfc_out;
     burst.bucket(results, headers.wire_bytes, n,
                  Stamp{pkts, headers, task.pfc, local != nullptr ? -1 : shared.meta_offset, now_ns,
-                       pfc_tags, pfc_in},
+                       arrival_ns, pfc_tags, pfc_in},
                  [&](uint8_t i) { rte_pktmbuf_free(pkts[i]); });
     // Counted in before any of them can leave (and be counted out) on another lcore.
     if (pfc_in.any) [[unlikely]]
         pfc_in.publish_in(*task.pfc_accounts, c);
     if (local != nullptr) {
-        admit_local(*local, burst, pkts, results, pfc_tags, c, shared, now_ns);
+        admit_local(*local, burst, pkts, results, pfc_tags, arrival_ns, c, shared, now_ns);
         publish_rx(task, burst, n, rx_bytes, nullptr, c);
     } else {
         RingAdmitter rings{task, pkts, pfc_tags, pfc_out};
