@@ -22,8 +22,9 @@
 #                  other (the generator's edge-link traffic) on another, both forwarding to the
 #                  egress, as on a gateway whose GPU hosts and frontends reach it by different
 #                  links: the same seed's trace generated with only training, and with none;
-#                  the preloaded captures share one clock. No virtual-time reference then
-#                  (replay has one ingress link)
+#                  the preloaded captures share one clock; the virtual-time reference
+#                  replays the two captures the same way, each on an ingress link of its own
+#                  (`twinlane replay -i in=train.pcap -i edge=alone.pcap`)
 #   PRELOAD=1      with PACE: `--preload-input`, the trace is read into the mbuf pool before
 #                  the run, so the lcore does not read the file during it (as a NIC's
 #                  descriptors arrive filled); EAL memory grows by the trace's mbufs
@@ -196,13 +197,15 @@ run() {
 python3 "$here/cpu_stalls.py" --seconds "$stall_seconds" --json stalls-before.json 0 1 | sed 's/^/  before: /'
 
 # With PACE: the same arrivals in virtual time, per policy (the tree is the same in both layouts).
-if [ -n "${PACE:-}" ] && [ -z "$split" ]; then
+if [ -n "${PACE:-}" ]; then
+    inputs=(-i in.pcap)
+    [ -z "$split" ] || inputs=(-i in=train.pcap -i edge=alone.pcap)
     for kind in twinlane fifo; do
         policy "$kind" "{single: 1}"
         bulk=training
         [ "$kind" = twinlane ] || bulk=all
         "$twinlane" --log-level warn replay --json --port out --ingress-rate "$PACE" --bulk-class "$bulk" \
-            -c "policy-$kind-single.yaml" -i in.pcap >"virtual-$kind.json"
+            -c "policy-$kind-single.yaml" "${inputs[@]}" >"virtual-$kind.json"
     done
 fi
 
