@@ -163,6 +163,13 @@ std::optional<size_t> bulk_class_of(const conf::Policy& policy) {
     return h.roce_class;
 }
 
+// Whether records arriving on `port` meet lossless senders in the replay: the port runs PFC and
+// the replayed tree has a lossless class.
+bool pfc_modelled(const Setup& s, uint16_t port) {
+    return s.compiled.pfc.ports[port].mode != conf::PfcMode::off &&
+           !s.egress().pfc_accounts.empty();
+}
+
 // Lossless senders when the replayed path's ingress port runs PFC and a class is lossless: the
 // same thresholds, priorities and watchdog as `twinlane run`, the sender reacting after the
 // cable one way and its response (pfc/headroom.h's terms).
@@ -171,8 +178,7 @@ bool lossless_options(const ReplayArgs& args, Setup& s) {
     const conf::CompiledEgress& egress = s.egress();
     const conf::PortPolicy& ingress = policy.ports[s.ingress_port];
     replay::LosslessOptions& o = s.lossless;
-    o.enabled = s.compiled.pfc.ports[s.ingress_port].mode != conf::PfcMode::off &&
-                !egress.pfc_accounts.empty();
+    o.enabled = pfc_modelled(s, s.ingress_port);
     o.dscp_priority = s.compiled.pfc.dscp_priority;
     o.thresholds = s.compiled.pfc.ports[s.ingress_port].thresholds;
     std::copy(egress.lane_priority.begin(), egress.lane_priority.end(), o.class_priority.begin());
@@ -344,17 +350,13 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     if (!lossless_options(args, s)) return std::nullopt;
     // The lossless senders (and --pfc-pause's peer) are modelled on one ingress port.
     for (const Setup::Input& input : s.inputs) {
-        if (input.port == s.ingress_port) continue;
-        const auto pfc_on = [&](uint16_t port) {
-            return s.compiled.pfc.ports[port].mode != conf::PfcMode::off &&
-                   !s.egress().pfc_accounts.empty();
-        };
-        if (!s.lossless.enabled && !pfc_on(input.port)) continue;
+        if (input.port == s.ingress_port || (!s.lossless.enabled && !pfc_modelled(s, input.port)))
+            continue;
         spdlog::error(
             "-i: inputs arrive on ports '{}' and '{}', with PFC on '{}': the lossless senders "
             "are modelled on one ingress port; replay the inputs of one port",
             policy.ports[s.ingress_port].name, policy.ports[input.port].name,
-            policy.ports[pfc_on(input.port) ? input.port : s.ingress_port].name);
+            policy.ports[s.lossless.enabled ? s.ingress_port : input.port].name);
         return std::nullopt;
     }
     return s;
