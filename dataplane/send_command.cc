@@ -125,7 +125,7 @@ struct SendCounters {
     uint64_t tx_full_retries = 0;  // tx_burst took less than offered: the device pushed back
     uint64_t mbuf_waits = 0;       // the pool was empty (frames still in the device)
     uint64_t received = 0;         // frames the port received meanwhile, freed
-    uint64_t first_tsc = 0;
+    uint64_t first_due_tsc = 0;    // the sending's start: a late first frame does not shorten it
     uint64_t last_tsc = 0;
     std::vector<uint64_t> lateness_tsc;  // per frame: handed to the device minus due
 };
@@ -151,6 +151,7 @@ void send_paced(const Capture& capture, uint16_t port, rte_mempool* pool, double
     const uint64_t start = rte_rdtsc() + hz / 1000;
     for (uint64_t& d : due)
         d += start;
+    if (!due.empty()) c.first_due_tsc = due.front();
     c.lateness_tsc.reserve(frames.size());
     rte_mbuf* burst[kBurst];
     size_t next = 0;
@@ -184,7 +185,6 @@ void send_paced(const Capture& capture, uint16_t port, rte_mempool* pool, double
         }
         if (sent < n) rte_pktmbuf_free_bulk(burst + sent, n - sent);
         const uint64_t handed = rte_rdtsc();
-        if (c.packets == 0) c.first_tsc = handed;
         c.last_tsc = handed;
         for (uint32_t i = 0; i < sent; ++i) {
             const Frame& f = frames[next + i];
@@ -210,7 +210,9 @@ void print_report(const SendArgs& args, const std::string& port, const Capture& 
                                                std::min(capture.frames.back().timestamp_ns,
                                                         capture.frames.front().timestamp_ns)) /
                            1e9;
-    const double sent_s = static_cast<double>(c.last_tsc - c.first_tsc) / static_cast<double>(hz);
+    const double sent_s =
+        c.packets > 0 ? static_cast<double>(c.last_tsc - c.first_due_tsc) / static_cast<double>(hz)
+                      : 0.0;
     const auto gbps = [](uint64_t bytes, double s) {
         return s > 0 ? static_cast<double>(bytes) * 8 / s / 1e9 : 0.0;
     };
@@ -247,8 +249,8 @@ void print_report(const SendArgs& args, const std::string& port, const Capture& 
     std::printf("  %-14s %12zu frames %14llu bytes in %.6f s (%.2f Gbit/s at this speed)\n",
                 "trace", capture.frames.size(), static_cast<unsigned long long>(capture.bytes),
                 trace_s, gbps(capture.bytes, trace_s / args.speed));
-    std::printf("  %-14s %12llu frames %14llu bytes in %.6f s (%.2f Gbit/s)\n", "sent",
-                static_cast<unsigned long long>(c.packets),
+    std::printf("  %-14s %12llu frames %14llu bytes in %.6f s from the first due (%.2f Gbit/s)\n",
+                "sent", static_cast<unsigned long long>(c.packets),
                 static_cast<unsigned long long>(c.bytes), sent_s, gbps(c.bytes, sent_s));
     std::printf("  %-14s p50 %.1f, p99 %.1f, p99.9 %.1f, max %.1f us after the due time\n",
                 "handed over", p50, p99, p999, max);
