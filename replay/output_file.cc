@@ -35,6 +35,12 @@ OutputFile::OutputFile(const std::string& path) : path_(path), destination_(path
     const std::string name =
         slash == std::string::npos ? destination_ : destination_.substr(slash + 1);
     if (name.empty()) throw OutputError("cannot write '" + path + "': not a file name");
+    // A device, FIFO or socket is not replaced by a file (`-o /dev/null` as root would be).
+    struct stat target {};
+    if (stat(destination_.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
+        throw OutputError("cannot write '" + path +
+                          "': not a regular file (a device, FIFO, socket or directory)");
+    }
     temporary_path_ = directory + "." + name + ".XXXXXX";
     const int fd = mkstemp(temporary_path_.data());
     if (fd < 0) {

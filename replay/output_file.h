@@ -6,7 +6,8 @@
 // The temporary file is `.NAME.XXXXXX` in the destination's directory (rename() does not cross
 // file systems); a destination that is a symlink is resolved first, so the link stays and its
 // target is replaced. The new file gets the mode of the file it replaces, or 0666 minus the
-// umask for a new one, as open(O_CREAT) would give.
+// umask for a new one, as open(O_CREAT) would give. An existing destination that is not a
+// regular file (a device such as /dev/null, a FIFO, a socket, a directory) is refused.
 //
 // same_file(): whether two paths name one file (device and inode: through symlinks and hard
 // links); false when either does not exist.

@@ -101,6 +101,25 @@ TEST_F(OutputFileTest, AnUnwritableDirectoryIsAnErrorNamingThePath) {
     }
 }
 
+TEST_F(OutputFileTest, AFifoOrADirectoryIsRefusedAndStaysWhatItWas) {
+    ASSERT_EQ(mkdir(path("sub").c_str(), 0700), 0);
+    // A FIFO stands for any non-regular destination (a device such as /dev/null as root).
+    const std::string fifo = path("out.fifo");
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    for (const std::string& target : {fifo, path("sub")}) {
+        try {
+            OutputFile file(target);
+            FAIL() << "expected OutputError for " << target;
+        } catch (const OutputError& error) {
+            EXPECT_NE(std::string(error.what()).find("not a regular file"), std::string::npos)
+                << error.what();
+        }
+    }
+    struct stat st {};
+    ASSERT_EQ(stat(fifo.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
 TEST_F(OutputFileTest, SameFileSeesThroughSymlinksAndHardLinks) {
     write(path("in.pcap"), "capture");
     write(path("other.pcap"), "capture");
