@@ -36,8 +36,9 @@ OutputFile::OutputFile(const std::string& path) : path_(path), destination_(path
         slash == std::string::npos ? destination_ : destination_.substr(slash + 1);
     if (name.empty()) throw OutputError("cannot write '" + path + "': not a file name");
     // A device, FIFO or socket is not replaced by a file (`-o /dev/null` as root would be).
-    struct stat target {};
-    if (stat(destination_.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
+    struct stat existing {};
+    const bool exists = stat(destination_.c_str(), &existing) == 0;
+    if (exists && !S_ISREG(existing.st_mode)) {
         throw OutputError("cannot write '" + path +
                           "': not a regular file (a device, FIFO, socket or directory)");
     }
@@ -48,9 +49,8 @@ OutputFile::OutputFile(const std::string& path) : path_(path), destination_(path
                           (directory.empty() ? std::string(".") : directory) + ": " + errno_text());
     }
     // mkstemp makes 0600; give what the file it replaces had, or what a new file would get.
-    struct stat existing {};
     mode_t mode = 0;
-    if (stat(destination_.c_str(), &existing) == 0) {
+    if (exists) {
         mode = existing.st_mode & 07777;
     } else {
         const mode_t mask = umask(0);
