@@ -67,14 +67,16 @@ void log_paced_inputs(const Pipeline& p) {
         for (const RxTask& task : ctx->rx) {
             if (!task.paced) continue;
             const PacedInput& in = *task.paced;
-            const auto level = in.read_late() == 0 && in.unstamped() == 0 ? spdlog::level::info
-                                                                          : spdlog::level::warn;
+            const auto level = in.read_late() == 0 && in.unstamped() == 0 && in.freed_at_stop() == 0
+                                   ? spdlog::level::info
+                                   : spdlog::level::warn;
             spdlog::log(level,
                         "paced input '{}'/{}: {} frames, {} read after their arrival on the link "
-                        "(at most {:.1f} us late), {} without a capture time",
+                        "(at most {:.1f} us late), {} without a capture time, {} not yet arrived "
+                        "when the run stopped (freed, not received)",
                         p.policy->ports[task.policy_port].name, task.queue, in.frames(),
                         in.read_late(), static_cast<double>(in.max_late_tsc()) / tsc_per_us,
-                        in.unstamped());
+                        in.unstamped(), in.freed_at_stop());
         }
     }
 }

@@ -60,6 +60,7 @@ bool PacedInput::preload(uint16_t port, uint16_t queue, std::string& error) {
         error = "the mbuf pool ran dry after " + std::to_string(frames_) + " frames";
         return false;
     }
+    waiting_.store(count_, std::memory_order_relaxed);
     return true;
 }
 
@@ -94,7 +95,10 @@ uint16_t PacedInput::receive(uint16_t port, uint16_t queue, BurstSizer& sizer, r
         if (n != 0) sizer.record(read_tsc - call_tsc, n);
         stage(read, n, read_tsc);
     }
-    if (count_ == 0) return 0;
+    if (count_ == 0) {
+        waiting_.store(0, std::memory_order_relaxed);
+        return 0;
+    }
     const uint64_t now = rte_rdtsc();
     if (!started_) {  // preloaded: the capture starts at the run's first poll
         started_ = true;
@@ -111,16 +115,19 @@ uint16_t PacedInput::receive(uint16_t port, uint16_t queue, BurstSizer& sizer, r
         if (++head_ == capacity) head_ = 0;
         --count_;
     }
+    waiting_.store(count_, std::memory_order_relaxed);
     return released;
 }
 
 void PacedInput::free_staged() {
     const auto capacity = static_cast<uint32_t>(staged_.size());
+    freed_at_stop_ += count_;
     while (count_ != 0) {
         rte_pktmbuf_free(staged_[head_]);
         head_ = (head_ + 1) % capacity;
         --count_;
     }
+    waiting_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace twinlane::dataplane

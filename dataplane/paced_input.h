@@ -71,9 +71,13 @@ class PacedInput {
     // before them).
     uint64_t unstamped() const { return unstamped_; }
     uint32_t staged() const { return count_; }
+    // Frames read and not yet due as of the last receive(), for another thread (the run's
+    // monitor: an input whose next frame is a long gap away is not idle).
+    uint32_t waiting() const { return waiting_.load(std::memory_order_relaxed); }
 
     // At shutdown: frames read but not yet due never arrived; freed, not counted received.
     void free_staged();
+    uint64_t freed_at_stop() const { return freed_at_stop_; }
 
   private:
     // Appends what rx_burst read at `read_tsc`, with each frame's due time.
@@ -96,6 +100,8 @@ class PacedInput {
     uint64_t read_late_ = 0;
     uint64_t max_late_tsc_ = 0;
     uint64_t unstamped_ = 0;
+    uint64_t freed_at_stop_ = 0;
+    std::atomic<uint32_t> waiting_{0};
 };
 
 }  // namespace twinlane::dataplane

@@ -191,7 +191,12 @@ bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
             error = "cannot create a pool of " + std::to_string(count) + " mbufs (about " +
                     std::to_string(mib) + " MiB) on socket " + std::to_string(socket) + ": " +
                     rte_strerror(rte_errno) +
-                    " (EAL -m / hugepages, or the ports' `mempool` and the leaves' limits)";
+                    " (EAL -m / hugepages, or the ports' `mempool` and the leaves' limits" +
+                    (capture_share[socket] != 0
+                         ? ", or --preload-input's " + std::to_string(capture_share[socket]) +
+                               " mbufs of captures"
+                         : std::string()) +
+                    ")";
             return false;
         }
         spdlog::info(

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,14 @@
 namespace twinlane::dataplane {
 namespace {
 
+// Options of one mode only: `twinlane run -c POLICY` (the scheduled pipeline) or without it
+// (the FIFO slice between two ports).
+constexpr const char* kPolicyOnly[] = {"--stop-mode",      "--drain-timeout",   "--duration",
+                                       "--stats-interval", "--lane-ring-slots", "--pace-input",
+                                       "--preload-input",  "--control-socket",  "--no-control",
+                                       "--watch-policy",   "--metrics-port"};
+constexpr const char* kFifoOnly[] = {"--in", "--out", "--fifo-packets", "--mbufs"};
+
 // A day: beyond it "idle" means something else than the end of a capture.
 constexpr uint64_t kMaxIdleExitMs = 86'400'000;
 
@@ -32,7 +42,7 @@ struct RunArgs {
     double duration_s = 0;
     double stats_interval_s = 0;
     uint32_t lane_ring_slots = 1024;
-    std::string pace_input;
+    std::optional<std::string> pace_input;
     bool preload_input = false;
     std::string in_port;
     std::string out_port;
@@ -122,10 +132,10 @@ int run_policy(const RunArgs& args) {
     options.duration_ns = static_cast<uint64_t>(args.duration_s * 1e9);
     options.stats_interval_ns = static_cast<uint64_t>(args.stats_interval_s * 1e9);
     options.lane_ring_slots = args.lane_ring_slots;
-    if (!args.pace_input.empty()) {
-        auto rate = conf::parse_rate_bits_per_sec(args.pace_input);
+    if (args.pace_input) {
+        auto rate = conf::parse_rate_bits_per_sec(*args.pace_input);
         if (!rate || *rate == 0) {
-            spdlog::error("--pace-input {}: {}", args.pace_input,
+            spdlog::error("--pace-input {}: {}", *args.pace_input,
                           rate ? std::string("must be above 0") : rate.error());
             return 2;
         }
@@ -243,13 +253,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "the lcore does not read files during it (-c; needs memory for the whole "
                   "capture); several ports' captures then share one clock")
         ->needs(pace);
-    cmd->add_option("--in", args->in_port, "Input port by DPDK device name (default: first port)");
+    cmd->add_option("--in", args->in_port,
+                    "Input port by DPDK device name (without -c; default: first port)");
     cmd->add_option("--out", args->out_port,
-                    "Output port by DPDK device name (default: second port)");
-    cmd->add_option("--fifo-packets", args->fifo_packets, "FIFO limit in packets")
+                    "Output port by DPDK device name (without -c; default: second port)");
+    cmd->add_option("--fifo-packets", args->fifo_packets, "FIFO limit in packets (without -c)")
         ->check(CLI::Range(1u, 1u << 20))
         ->capture_default_str();
-    cmd->add_option("--mbufs", args->mbufs, "Mbufs in the packet pool")
+    cmd->add_option("--mbufs", args->mbufs, "Mbufs in the packet pool (without -c)")
         ->check(CLI::Range(1023u, 1u << 24))
         ->capture_default_str();
     cmd->add_option("--idle-exit", args->idle_exit,
@@ -278,7 +289,23 @@ void add_run_command(CLI::App& app, int& exit_code) {
                     "Metrics HTTP port instead of the policy's metrics.port; 0: off (-c)")
         ->check(CLI::Range(0, 65535));
     cmd->add_option("eal_args", args->eal_args, "DPDK EAL arguments, after --");
-    cmd->callback([args, &exit_code, &app]() {
+    cmd->callback([args, &exit_code, &app, cmd]() {
+        // An option of the other mode would be silently ignored: refuse it, named.
+        const bool policy = !args->policy_path.empty();
+        const std::span<const char* const> other_mode =
+            policy ? std::span<const char* const>(kFifoOnly) : kPolicyOnly;
+        for (const char* name : other_mode) {
+            if (cmd->get_option(name)->count() == 0) continue;
+            if (policy)
+                spdlog::error(
+                    "{} applies to the FIFO slice (without -c); with a policy, its "
+                    "ports and lanes say what is used",
+                    name);
+            else
+                spdlog::error("{} applies to the policy pipeline: give it with -c POLICY", name);
+            exit_code = 2;
+            return;
+        }
         // A --log-level given on the command line wins over the policy's log_level.
         const CLI::Option* level = app.get_option_no_throw("--log-level");
         args->explicit_log_level = level != nullptr && level->count() > 0;

@@ -75,10 +75,12 @@ void Monitor::run() {
             stats_at = now;
             next_stats = now + std::chrono::nanoseconds(options_.stats_interval_ns);
         }
-        if (s.rx_packets() != last_rx) {
+        // A paced input holding frames not yet due is not idle: its next frame is a gap away.
+        if (s.rx_packets() != last_rx || paced_frames_waiting()) {
             last_rx = s.rx_packets();
             last_rx_change = now;
-        } else if (idle_exit_ && s.rx_packets() == s.tx_packets() + s.dropped() &&
+        } else if (idle_exit_ && !stop_requested() &&
+                   s.rx_packets() == s.tx_packets() + s.dropped() &&
                    now - last_rx_change > std::chrono::nanoseconds(options_.idle_exit_ns)) {
             spdlog::info("input idle for {} ms with nothing queued: stopping",
                          options_.idle_exit_ns / 1'000'000);
@@ -90,6 +92,13 @@ void Monitor::run() {
         log_slo_events();
     }
     log_slo_events();
+}
+
+bool Monitor::paced_frames_waiting() const {
+    for (const std::unique_ptr<LcoreContext>& ctx : pipeline_.lcores)
+        for (const RxTask& task : ctx->rx)
+            if (task.paced && task.paced->waiting() != 0) return true;
+    return false;
 }
 
 void Monitor::poll_links(std::vector<int>& link_up) {

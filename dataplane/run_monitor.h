@@ -1,8 +1,8 @@
 // The run's monitor thread, off the hot path: link status changes (logged), periodic stats,
 // the SLO governors' events (logged, with their reasons), end of input (every input idle with
-// nothing queued) and the duration limit, both of which request the stop. Reads the lcores'
-// counters with relaxed loads while they run. Lives from just before the lcores launch until they
-// have returned.
+// nothing queued and no paced frame still to arrive) and the duration limit, both of which request
+// the stop. Reads the lcores' counters with relaxed loads while they run. Lives from just before
+// the lcores launch until they have returned.
 #pragma once
 
 #include <chrono>
@@ -28,6 +28,7 @@ class Monitor {
     void run();
     void poll_links(std::vector<int>& link_up);
     void log_slo_events();
+    bool paced_frames_waiting() const;
 
     const Pipeline& pipeline_;
     const DaemonOptions& options_;

@@ -4,8 +4,9 @@
 # trace (1G loads) into 100G ports, run to completion: unpaced it is read and forwarded in a
 # few milliseconds; paced it takes the trace's time, and so it does preloaded (the whole capture
 # read into the pool before the run). Every frame is accounted for each way, the log reports
-# the paced input, two preloaded captures keep their relative timing (one clock), and a bad
-# rate or a preload without a capture to read is refused, named.
+# the paced input, two preloaded captures keep their relative timing (one clock), a pause in
+# the capture does not end the run, and a bad rate, a preload without a capture to read or an
+# option of the other mode (-c or not) is refused, named.
 # Usage: paced_input_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
 twinlane=$(realpath "$1")
@@ -119,6 +120,53 @@ assert r["elapsed_s"] >= 0.3 + 0.2 + 0.2 - 0.01, r["elapsed_s"]
 PY
 echo "PASS: two preloaded captures share one clock: the later one is handed over 200 ms later"
 
+# A pause in the capture longer than the idle exit (200 ms) is not the end of the input: 40
+# frames, a 500 ms pause, 40 more; paced, all arrive and the run lasts past the pause. Stopped
+# during the pause (--duration), the frames still on the modelled link are reported, not lost.
+python3 - in.pcap gap.pcap <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+magic = struct.unpack("<I", data[:4])[0]
+per_second = 1_000_000_000 if magic == 0xA1B23C4D else 1_000_000
+records, at = [], 24
+while at + 16 <= len(data) and len(records) < 40:
+    sec, frac, caplen, length = struct.unpack("<IIII", data[at:at + 16])
+    records.append((sec * per_second + frac, data[at + 8:at + 16 + caplen]))
+    at += 16 + caplen
+out = [data[:24]]
+for shift in (0, per_second // 2):
+    for t, rest in records:
+        t += shift
+        out.append(struct.pack("<II", t // per_second, t % per_second) + rest)
+open(sys.argv[2], "wb").write(b"".join(out))
+PY
+sed "s#rx_pcap=$WORK/in.pcap#rx_pcap=$WORK/gap.pcap#" policy.yaml >gap.yaml
+timeout 60 "$twinlane" --log-level info run --json --no-control --pace-input 10G -c gap.yaml \
+    -- "${EAL_BASE[@]}" -l 0 >gap.json 2>gap.err || fail "paced run with a pause: $(tail -3 gap.err)"
+python3 - gap.json <<'PY' || fail "a pause in the paced capture ended the run: $(cat gap.err)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"capture with a 500 ms pause: {r['rx_packets']} frames in {r['elapsed_s']:.3f} s")
+assert r["rx_packets"] == 80, r["rx_packets"]
+assert r["tx_packets"] + sum(r["dropped"].values()) + r["queued"] == 80, r
+assert r["elapsed_s"] >= 0.5 + 0.2 - 0.01, r["elapsed_s"]
+PY
+grep -q "paced input 'in'/0: 80 frames, .*, 0 not yet arrived" gap.err ||
+    fail "paced report: $(grep "paced input" gap.err)"
+timeout 60 "$twinlane" --log-level info run --json --no-control --pace-input 10G --duration 0.25 \
+    -c gap.yaml -- "${EAL_BASE[@]}" -l 0 >cut.json 2>cut.err || fail "cut run: $(tail -3 cut.err)"
+python3 - cut.json <<'PY' || fail "stopped during the pause: $(cat cut.err)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["rx_packets"] == 40, r["rx_packets"]
+assert r["tx_packets"] + sum(r["dropped"].values()) + r["queued"] == 40, r
+assert r["mbufs"]["in_use_start"] == r["mbufs"]["in_use_end"], r["mbufs"]
+PY
+grep -q "paced input 'in'/0: 80 frames, .*, 40 not yet arrived when the run stopped" cut.err ||
+    fail "frames on the modelled link at the stop not reported: $(grep "paced input" cut.err)"
+echo "PASS: a 500 ms pause does not end a paced run; stopped in it, the 40 frames still due are" \
+     "reported and freed"
+
 if "$twinlane" run --preload-input -c policy.yaml -- "${EAL_BASE[@]}" -l 0 >/dev/null 2>err.txt; then
     fail "--preload-input without --pace-input was accepted"
 fi
@@ -139,4 +187,20 @@ for bad in fast 0; do
     fi
     grep -q -- "--pace-input $bad" err.txt || fail "--pace-input $bad not named: $(cat err.txt)"
 done
+if "$twinlane" run --pace-input "" -c policy.yaml -- "${EAL_BASE[@]}" -l 0 >/dev/null 2>err.txt; then
+    fail "an empty --pace-input was accepted"
+fi
 echo "PASS: bad --pace-input rates refused, named"
+
+# An option of the other mode is refused, named, rather than ignored.
+if "$twinlane" run --pace-input 10G -- "${EAL_BASE[@]}" -l 0 --vdev=net_null0 --vdev=net_null1 \
+    >/dev/null 2>err.txt; then
+    fail "--pace-input without -c was accepted"
+fi
+grep -q -- "--pace-input applies to the policy pipeline" err.txt || fail "not named: $(cat err.txt)"
+if "$twinlane" run --fifo-packets 64 -c policy.yaml -- "${EAL_BASE[@]}" -l 0 >/dev/null \
+    2>err.txt; then
+    fail "--fifo-packets with -c was accepted"
+fi
+grep -q -- "--fifo-packets applies to the FIFO slice" err.txt || fail "not named: $(cat err.txt)"
+echo "PASS: a pipeline option without -c, and a FIFO-slice option with it, refused, named"
