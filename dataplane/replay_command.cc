@@ -38,8 +38,8 @@ struct ReplayArgs {
     std::vector<std::string> inputs;  // FILE or PORT=FILE
     std::string output;
     std::string report;
-    std::string link_rate;
-    std::string ingress_rate;
+    std::optional<std::string> link_rate;
+    std::optional<std::string> ingress_rate;
     std::string discipline = "twinlane";
     std::vector<std::string> compare;
     std::string port;
@@ -142,6 +142,10 @@ struct Setup {
     replay::LosslessOptions lossless;
 };
 
+// A peer's pause is refreshed every half of the longest pause (168 us at 100G): an hour is
+// some 10^7 frames to replay; no real pause lasts nearly as long, and a watchdog ends it.
+constexpr uint64_t kMaxPeerPauseNs = 3'600'000'000'000ULL;
+
 // `--pfc-pause 10ms:3:2ms`: the egress peer pauses priority 3 for 2 ms at 10 ms.
 std::optional<replay::InjectedPause> parse_pause(const std::string& text) {
     const size_t first = text.find(':');
@@ -150,7 +154,8 @@ std::optional<replay::InjectedPause> parse_pause(const std::string& text) {
     const auto at = conf::parse_duration_ns(text.substr(0, first));
     const auto priority = conf::parse_unsigned(text.substr(first + 1, second - first - 1), 7);
     const auto duration = conf::parse_duration_ns(text.substr(second + 1));
-    if (!at || !priority || !duration || *duration == 0) return std::nullopt;
+    if (!at || !priority || !duration || *duration == 0 || *duration > kMaxPeerPauseNs)
+        return std::nullopt;
     return replay::InjectedPause{*at, static_cast<uint8_t>(*priority), *duration};
 }
 
@@ -194,7 +199,10 @@ bool lossless_options(const ReplayArgs& args, Setup& s) {
     for (const std::string& text : args.pfc_pauses) {
         const auto pause = parse_pause(text);
         if (!pause) {
-            spdlog::error("--pfc-pause '{}': expected AT:PRIORITY:DURATION, e.g. 10ms:3:2ms", text);
+            spdlog::error(
+                "--pfc-pause '{}': expected AT:PRIORITY:DURATION, e.g. 10ms:3:2ms "
+                "(priority 0 to 7, a duration above 0 and at most 1h)",
+                text);
             return false;
         }
         if (egress.pause_node[pause->priority] < 0) {
@@ -241,6 +249,10 @@ bool resolve_inputs(const ReplayArgs& args, Setup& s) {
         }
     for (const std::string& text : args.inputs) {
         Setup::Input input{input_path(text), first_source.value_or(0)};
+        if (input.path.empty()) {
+            spdlog::error("-i '{}': no FILE after '=' (PORT=FILE)", text);
+            return false;
+        }
         if (input.path != text) {
             const std::string name = text.substr(0, text.size() - input.path.size() - 1);
             const auto port = policy.find_port(name);
@@ -282,13 +294,13 @@ std::optional<uint64_t> parse_link_rate(const char* option, const std::string& t
 
 std::optional<Setup> prepare(const ReplayArgs& args) {
     std::optional<uint64_t> link_rate;
-    if (!args.link_rate.empty()) {
-        link_rate = parse_link_rate("--link-rate", args.link_rate);
+    if (args.link_rate) {
+        link_rate = parse_link_rate("--link-rate", *args.link_rate);
         if (!link_rate) return std::nullopt;
     }
     std::optional<uint64_t> ingress_rate;
-    if (!args.ingress_rate.empty()) {
-        ingress_rate = parse_link_rate("--ingress-rate", args.ingress_rate);
+    if (args.ingress_rate) {
+        ingress_rate = parse_link_rate("--ingress-rate", *args.ingress_rate);
         if (!ingress_rate) return std::nullopt;
     }
     conf::PolicyResult loaded = conf::load_policy(args.policy);
@@ -309,11 +321,11 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
             "--link-rate {}: port '{}' replayed at that rate instead of the policy's "
             "{:.6g} Gbit/s (its percentages follow; absolute shaper rates above it are "
             "capped)",
-            args.link_rate, port.name, static_cast<double>(port.rate_bits_per_sec) / 1e9);
+            *args.link_rate, port.name, static_cast<double>(port.rate_bits_per_sec) / 1e9);
         loaded = conf::load_policy(args.policy, {port.name, *link_rate});
         if (!loaded.ok()) {
             for (const auto& e : loaded.errors)
-                spdlog::error("with --link-rate {}: {}", args.link_rate, e.to_string());
+                spdlog::error("with --link-rate {}: {}", *args.link_rate, e.to_string());
             return std::nullopt;
         }
         tree = select_tree(*loaded.policy, args);
@@ -405,9 +417,20 @@ std::unique_ptr<replay::Discipline> make_discipline(const std::string& name, con
 
 int run(const ReplayArgs& args) {
     std::vector<std::string> disciplines{args.discipline};
-    for (const auto& d : args.compare)
+    for (const auto& d : args.compare) {
+        if (std::count(args.compare.begin(), args.compare.end(), d) > 1) {
+            spdlog::error("--compare names '{}' twice", d);
+            return 2;
+        }
         if (d != args.discipline) disciplines.push_back(d);
+    }
     const bool several = disciplines.size() > 1;
+    if (several && args.output == "-") {
+        spdlog::error(
+            "-o -: --compare writes one pcap per discipline, and stdout takes one; "
+            "give -o a file name (each discipline's gets its name added)");
+        return 2;
+    }
 
     for (const std::string& input : args.inputs) {
         if (auto problem = not_rereadable(input_path(input), disciplines.size())) {
@@ -415,7 +438,9 @@ int run(const ReplayArgs& args) {
             return 2;
         }
     }
-    if (args.inputs.size() > 1 && std::count(args.inputs.begin(), args.inputs.end(), "-") != 0) {
+    const bool reads_stdin = std::any_of(args.inputs.begin(), args.inputs.end(),
+                                         [](const std::string& i) { return input_path(i) == "-"; });
+    if (args.inputs.size() > 1 && reads_stdin) {
         spdlog::error(
             "-i -: stdin is one input of its own; save it to a file to merge it with others");
         return 2;
@@ -619,7 +644,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
                     "10ms:3:2ms (repeatable)");
     cmd->add_option("--bulk-class", args->bulk_class,
                     "Class whose fairness is reported (default: 'training', else the policy's "
-                    "elephant class, else its RoCE class)");
+                    "elephant class, else its RoCE class; a policy with none of these needs it)");
     cmd->add_flag("--json", args->json, "Print the reports as a JSON array instead of a table");
     cmd->add_flag("--slo-measure-only", args->slo_measure_only,
                   "Measure the policy's SLOs but take none of their actions (adapt_cap, "

@@ -26,20 +26,19 @@ LosslessModel::LosslessModel(const LosslessOptions& options)
       receiver_(options.egress_rate_bps, options.watchdog) {
     // The egress peer pauses as a switch does: the longest pause, refreshed at half its length
     // while it lasts, then XON.
-    const uint64_t longest = pfc::pause_ns(pfc::kMaxQuanta, options.egress_rate_bps);
+    peer_longest_ns_ = pfc::pause_ns(pfc::kMaxQuanta, options.egress_rate_bps);
+    peer_refresh_ns_ = std::max<uint64_t>(peer_longest_ns_ / 2, 1);
     for (const InjectedPause& p : options.pauses) {
-        const uint64_t end = p.at_ns + p.duration_ns;
-        for (uint64_t t = p.at_ns; t < end; t += std::max<uint64_t>(longest / 2, 1)) {
-            const uint64_t left = end - t;
-            const uint64_t quanta = std::min<uint64_t>(
-                pfc::kMaxQuanta,
-                (left * options.egress_rate_bps + 512'000'000'000ULL - 1) / 512'000'000'000ULL);
-            peer_frames_.emplace_back(t, pause_frame(p.priority, static_cast<uint16_t>(quanta)));
-        }
-        peer_frames_.emplace_back(end, pause_frame(p.priority, 0));
+        const uint64_t end = p.at_ns + std::min(p.duration_ns, UINT64_MAX - 1 - p.at_ns);
+        peer_pauses_.push_back({p.priority, p.at_ns, end});
     }
-    std::stable_sort(peer_frames_.begin(), peer_frames_.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+LosslessModel::PeerPause* LosslessModel::next_peer_pause() {
+    PeerPause* next = nullptr;
+    for (PeerPause& p : peer_pauses_)
+        if (p.next_ns != UINT64_MAX && (next == nullptr || p.next_ns < next->next_ns)) next = &p;
+    return next;
 }
 
 uint8_t LosslessModel::tag(uint8_t class_id, const uint8_t* frame, uint32_t readable) const {
@@ -122,15 +121,32 @@ LosslessModel::Held LosslessModel::release(uint64_t now_ns) {
 }
 
 uint64_t LosslessModel::next_peer_frame_ns() const {
-    return next_peer_frame_ < peer_frames_.size() ? peer_frames_[next_peer_frame_].first
-                                                  : UINT64_MAX;
+    uint64_t next = UINT64_MAX;
+    for (const PeerPause& p : peer_pauses_)
+        next = std::min(next, p.next_ns);
+    return next;
 }
 
 bool LosslessModel::peer_until(uint64_t now_ns) {
     bool changed = false;
-    while (next_peer_frame_ < peer_frames_.size() &&
-           peer_frames_[next_peer_frame_].first <= now_ns) {
-        const auto& [at, frame] = peer_frames_[next_peer_frame_++];
+    for (PeerPause* p = next_peer_pause(); p != nullptr && p->next_ns <= now_ns;
+         p = next_peer_pause()) {
+        const uint64_t at = p->next_ns;
+        uint64_t quanta = 0;  // at its end: XON
+        if (at < p->end_ns) {
+            // What is left of it, in quanta of 512 bit times (below the longest pause, so the
+            // product stays far from overflowing).
+            const uint64_t left = p->end_ns - at;
+            quanta = left >= peer_longest_ns_
+                         ? pfc::kMaxQuanta
+                         : (left * options_.egress_rate_bps + 512'000'000'000ULL - 1) /
+                               512'000'000'000ULL;
+            quanta = std::min<uint64_t>(quanta, pfc::kMaxQuanta);
+            p->next_ns = std::min(at + peer_refresh_ns_, p->end_ns);
+        } else {
+            p->next_ns = UINT64_MAX;
+        }
+        const pfc::PauseFrame frame = pause_frame(p->priority, static_cast<uint16_t>(quanta));
         receiver_.tick(at);
         note_holds(at);
         receiver_.on_frame(frame, at);

@@ -140,8 +140,17 @@ class LosslessModel {
     std::array<uint64_t, pfc::kPriorities> occupancy_{};
     std::array<Sender, pfc::kPriorities> senders_{};
     bool resumed_ = false;
-    std::vector<std::pair<uint64_t, pfc::PauseFrame>> peer_frames_;  // in time order
-    size_t next_peer_frame_ = 0;
+    // The egress peer's pauses, each sent as its frames come due (a long pause is many
+    // refreshes: made one at a time, not all up front).
+    struct PeerPause {
+        uint8_t priority = 0;
+        uint64_t next_ns = 0;  // the next frame's time; UINT64_MAX once its XON is sent
+        uint64_t end_ns = 0;   // its XON's
+    };
+    std::vector<PeerPause> peer_pauses_;
+    uint64_t peer_longest_ns_ = 0;  // the longest pause at the egress rate
+    uint64_t peer_refresh_ns_ = 1;  // half of it
+    PeerPause* next_peer_pause();   // the one whose frame is due first (the first given on a tie)
     std::array<uint64_t, pfc::kPriorities> held_until_{};  // the egress holds last applied
     std::array<uint64_t, pfc::kPriorities> held_since_{};
     std::array<std::vector<std::pair<uint64_t, uint64_t>>, pfc::kPriorities> held_{};

@@ -101,10 +101,14 @@ uint64_t BasicReplayEngine<D>::run(std::span<const ReplayInput> inputs) {
     uint64_t epoch = UINT64_MAX;
     for (const Pending& p : pending)
         if (p.live) epoch = std::min(epoch, p.record.timestamp_ns);
+    std::vector<uint64_t> latest(inputs.size(), 0);  // each input's latest timestamp so far
     auto stamp = [&](size_t k) {
         Pending& p = pending[k];
         p.stamped = p.record.timestamp_ns;
         if (!links.empty()) {
+            // Its link's timing never goes back: an input's clock that did is counted here.
+            if (p.stamped < latest[k]) report_.on_time_reversal(latest[k] - p.stamped);
+            latest[k] = std::max(latest[k], p.stamped);
             links[k].next(p.stamped, p.record.wire_length);
             p.stamped = epoch + links[k].last_end();  // ticks are ns here
         }
@@ -131,6 +135,9 @@ template <class D>
 void BasicReplayEngine<D>::offer(const PcapRecord& record) {
     uint64_t stamped = record.timestamp_ns;
     if (ingress_) [[unlikely]] {
+        // The link's timing never goes back: a capture's clock that did is counted here.
+        if (stamped < latest_recorded_ns_) report_.on_time_reversal(latest_recorded_ns_ - stamped);
+        latest_recorded_ns_ = std::max(latest_recorded_ns_, stamped);
         ingress_->next(stamped, record.wire_length);
         stamped = ingress_->first_timestamp_ns() + ingress_->last_end();  // ticks are ns here
     }

@@ -157,6 +157,7 @@ class BasicReplayEngine {
     std::vector<ReplayDrop>* other_drops_ = nullptr;  // the discipline's own drops, likewise
     uint64_t last_arrival_ns_ = 0;
     std::optional<TraceSchedule> ingress_;  // with options.ingress_rate_bps, in nanoseconds
+    uint64_t latest_recorded_ns_ = 0;       // with ingress_: the latest timestamp read so far
     std::optional<LosslessModel> lossless_;
 };
 

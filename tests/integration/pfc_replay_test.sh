@@ -58,3 +58,27 @@ print(f"PASS: incast 2x for 50 ms: 0 training drops, {lossless['pfc'][0]['pause_
       f"pause frames, inference p99 {p99(lossless)} us vs {p99(lossy)} us lossy; peer pause 2 ms: "
       f"{during[6]} inference and 0 training departures during it")
 PY
+
+# A pause as long as the option allows (1 h) is sent as a switch sends it, one refresh at a
+# time (some 2 million frames at 10G): the replay finishes, the watchdog ends the storm, every
+# packet is accounted for. Longer is refused, named.
+replay "$policy" hour --pfc-pause 10ms:3:1h
+python3 - hour.json <<'PY' || fail "a 1 h peer pause"
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+t = r["totals"]
+assert t["rx_packets"] == t["tx_packets"] + sum(t["dropped"].values()) + t["queued_at_end"], t
+refresh_ns = math.ceil(65535 * 512e9 / 10e9) // 2  # half the longest pause at 10G
+frames = math.ceil(3600e9 / refresh_ns) + 1        # the refreshes, then XON
+pfc = r["pfc"][0]
+assert pfc["pause_frames_received"] == frames, (pfc["pause_frames_received"], frames)
+assert pfc["storms"] >= 1, pfc
+print(f"PASS: a 1 h peer pause: {frames} frames, a storm ended by the watchdog, "
+      f"{t['dropped'].get('pfc_storm', 0)} packets dropped by its policy, all accounted for")
+PY
+if "$twinlane" replay -c "$policy" -i incast.pcap --port east --pfc-pause 10ms:3:2h >/dev/null \
+    2>err.txt; then
+    fail "a 2 h peer pause was accepted"
+fi
+grep -q "at most 1h" err.txt || fail "not explained: $(cat err.txt)"
+echo "PASS: a peer pause beyond 1 h refused, explained"

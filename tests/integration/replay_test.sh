@@ -325,7 +325,25 @@ PY
     "$twinlane" --log-level warn replay -c "$policy" -i train.pcap -i - <edge.pcap \
         >/dev/null 2>err.txt || rc=$?
     [ "$rc" -eq 2 ] && grep -q "stdin is one input of its own" err.txt || fail "stdin merged: $rc $(cat err.txt)"
-    echo "PASS: PORT=FILE naming an unknown port or one that does not forward there, and stdin among several inputs, are refused"
+    rc=0
+    "$twinlane" --log-level warn replay -c "$policy" --port east -i train.pcap -i west=- \
+        <edge.pcap >/dev/null 2>err.txt || rc=$?
+    [ "$rc" -eq 2 ] && grep -q "stdin is one input of its own" err.txt ||
+        fail "stdin as PORT=- merged: $rc $(cat err.txt)"
+    rc=0
+    "$twinlane" --log-level warn replay -c "$policy" --port east -i west= >/dev/null 2>err.txt ||
+        rc=$?
+    [ "$rc" -eq 2 ] && grep -q "no FILE after '='" err.txt || fail "PORT= : $rc $(cat err.txt)"
+    echo "PASS: PORT=FILE naming an unknown port or one that does not forward there, stdin among several inputs (also as PORT=-), and PORT= without a file, are refused"
+    for bad in "--compare fifo,fifo" "--compare fifo -o -" "--ingress-rate ''"; do
+        rc=0
+        eval "args=($bad)"
+        "$twinlane" --log-level warn replay -c "$policy" --port east -i train.pcap "${args[@]}" \
+            >/dev/null 2>err.txt || rc=$?
+        [ "$rc" -eq 2 ] || fail "$bad: exit $rc: $(cat err.txt)"
+        [ -z "$(ls -- -* 2>/dev/null)" ] || fail "$bad wrote $(ls -- -*)"
+        echo "PASS: $bad refused: $(head -c 150 err.txt)"
+    done
     cp edge.pcap 'x=edge.pcap'
     "$twinlane" --log-level warn replay -c "$policy" -i 'x=edge.pcap' >/dev/null ||
         fail "a file whose name holds '=' is not replayed as that file"

@@ -362,6 +362,37 @@ TEST(WireSegments, RecordsGoingBackInTimeAreClampedAndCounted) {
     }
 }
 
+// Through an ingress link (--ingress-rate) arrivals never go back (each when the link has
+// carried it), and the capture's clock that did is still counted, by the same measure.
+TEST(WireSegments, RecordsGoingBackInTimeAreCountedThroughAnIngressLink) {
+    const conf::CompiledPolicy compiled = default_policy();
+    ASSERT_TRUE(compiled.ok());
+    ReplayOptions options = replay_options(compiled.egress.at(0));
+    options.ingress_rate_bps = 10'000'000'000ULL;
+    classifier::Classifier classifier(compiled.classifier);
+    ReplayReport report("fifo", kRate, compiled.classifier.class_names, 1, 1'000'000);
+    FifoDiscipline fifo(1024, 1 << 20);
+    BasicReplayEngine<Discipline> engine(options, classifier, fifo, report, nullptr);
+    const auto frame = PacketBuilder()
+                           .ethernet()
+                           .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
+                           .udp(40000, 5201)
+                           .payload(100)
+                           .build();
+    PcapRecord record;
+    record.wire_length = uint32_t(frame.size());
+    record.captured = frame;
+    for (const uint64_t t : {10'000, 20'000, 15'000, 30'000, 4'000, 31'000}) {
+        record.timestamp_ns = t;
+        engine.offer(record);
+    }
+    engine.finish();
+    EXPECT_EQ(report.records_back_in_time(), 2u);
+    EXPECT_EQ(report.max_back_in_time_ns(), 26'000u);
+    EXPECT_EQ(report.rx_packets(), 6u);
+    EXPECT_EQ(report.tx_packets(), 6u);
+}
+
 // --ingress-rate: records stamped together arrive one after the other, each when the ingress
 // link has carried it (trace_schedule.h), so a faster egress never queues them; without it they
 // arrive together and the second waits for the first.
