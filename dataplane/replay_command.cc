@@ -360,15 +360,16 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     s.bulk_class = static_cast<uint8_t>(*bulk);
     s.slo_measure_only = args.slo_measure_only;
     if (!lossless_options(args, s)) return std::nullopt;
-    // The lossless senders (and --pfc-pause's peer) are modelled on one ingress port.
+    // The lossless senders are modelled on one ingress port (--pfc-pause's peer is the egress
+    // port's: any inputs).
+    const bool senders = pfc_modelled(s, s.ingress_port);
     for (const Setup::Input& input : s.inputs) {
-        if (input.port == s.ingress_port || (!s.lossless.enabled && !pfc_modelled(s, input.port)))
-            continue;
+        if (input.port == s.ingress_port || (!senders && !pfc_modelled(s, input.port))) continue;
         spdlog::error(
             "-i: inputs arrive on ports '{}' and '{}', with PFC on '{}': the lossless senders "
             "are modelled on one ingress port; replay the inputs of one port",
             policy.ports[s.ingress_port].name, policy.ports[input.port].name,
-            policy.ports[s.lossless.enabled ? s.ingress_port : input.port].name);
+            policy.ports[senders ? s.ingress_port : input.port].name);
         return std::nullopt;
     }
     return s;

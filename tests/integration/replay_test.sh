@@ -370,7 +370,28 @@ PY
         -i west=edge.pcap --report pfc.json >/dev/null || fail "PFC, two inputs on one port"
     [ "$(json_field pfc.json totals rx_packets)" -eq "$(python3 "$pcaptool" count mix.pcap)" ] ||
         fail "PFC, two inputs on one port: not every record arrived"
-    echo "PASS: with PFC, inputs on two ingress ports are refused; two on one port replay"
+    # The egress peer's pauses are the egress port's: with PFC on neither ingress port,
+    # inputs on two of them replay with --pfc-pause.
+    python3 - <<'PY'
+import yaml
+p = yaml.safe_load(open("three.yaml"))
+del p["ports"][0]["pfc"]
+yaml.safe_dump(p, open("egress-pfc.yaml", "w"), sort_keys=False)
+PY
+    "$twinlane" --log-level warn replay -c egress-pfc.yaml --port east -i west=train.pcap \
+        -i north=edge.pcap --pfc-pause 10ms:3:2ms --report peer.json >/dev/null 2>err.txt ||
+        fail "--pfc-pause, inputs on two ports without PFC: $(cat err.txt)"
+    python3 - peer.json <<'PY' || fail "--pfc-pause over two ingress ports"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["totals"]
+assert t["rx_packets"] == t["tx_packets"] + sum(t["dropped"].values()) + t["queued_at_end"], t
+pfc = r["pfc"][0]
+assert pfc["pause_frames_received"] == 3 and pfc["pause_frames_sent"] == 0, pfc
+PY
+    echo "PASS: with PFC, inputs on two ingress ports are refused; two on one port replay;" \
+         "the egress peer's pause over inputs on two ports without PFC replays"
+
     ;;
 *)
     fail "unknown case $case_name"
