@@ -18,9 +18,11 @@ void PacedInput::stage(rte_mbuf* const* read, uint16_t n, uint64_t read_tsc) {
         }
         uint64_t due = started_ ? read_tsc - origin_tsc_ : schedule_.last_end();
         if ((m->ol_flags & timestamp_flag_) != 0) [[likely]] {
+            const uint32_t length =
+                frames_ + i < wire_lengths_.size() ? wire_lengths_[frames_ + i] : m->pkt_len;
             schedule_.next(*RTE_MBUF_DYNFIELD(m, timestamp_offset_, rte_mbuf_timestamp_t*) *
                                timestamp_unit_ns_,
-                           m->pkt_len);
+                           length);
             due = schedule_.last_end();
         } else {
             ++unstamped_;
@@ -37,7 +39,9 @@ void PacedInput::stage(rte_mbuf* const* read, uint16_t n, uint64_t read_tsc) {
     frames_ += n;
 }
 
-bool PacedInput::preload(uint16_t port, uint16_t queue, std::string& error) {
+bool PacedInput::preload(uint16_t port, uint16_t queue, std::string& error,
+                         std::span<const uint32_t> wire_lengths) {
+    wire_lengths_ = wire_lengths;
     rte_eth_stats before{};
     rte_eth_stats_get(port, &before);
     const auto capacity = static_cast<uint32_t>(staged_.size());
@@ -58,6 +62,12 @@ bool PacedInput::preload(uint16_t port, uint16_t queue, std::string& error) {
     rte_eth_stats_get(port, &after);
     if (after.rx_nombuf != before.rx_nombuf) {
         error = "the mbuf pool ran dry after " + std::to_string(frames_) + " frames";
+        return false;
+    }
+    wire_lengths_ = {};
+    if (!wire_lengths.empty() && frames_ != wire_lengths.size()) {
+        error = "read " + std::to_string(frames_) + " frames of the " +
+                std::to_string(wire_lengths.size()) + " in its capture";
         return false;
     }
     waiting_.store(count_, std::memory_order_relaxed);

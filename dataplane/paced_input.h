@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,10 @@ class PacedInput {
     // Before the run (not on the lcore): reads the queue to its end. The capture's clock then
     // starts at the first receive(). False with `error` if the frames did not fit (capacity,
     // or the pool ran dry: rx_nombuf grew).
-    bool preload(uint16_t port, uint16_t queue, std::string& error);
+    // `wire_lengths`: each frame's length on its wire, in file order, when the capture cut
+    // frames (net_pcap hands over only the captured bytes); empty: as handed over.
+    bool preload(uint16_t port, uint16_t queue, std::string& error,
+                 std::span<const uint32_t> wire_lengths = {});
     // The preloaded capture's first timestamp (ns), if its frames carry one.
     std::optional<uint64_t> first_timestamp_ns() const;
     // After preload(), before the run: due times count from `epoch_ns` (at most this capture's
@@ -101,6 +105,7 @@ class PacedInput {
     uint64_t max_late_tsc_ = 0;
     uint64_t unstamped_ = 0;
     uint64_t freed_at_stop_ = 0;
+    std::span<const uint32_t> wire_lengths_;  // during preload()
     std::atomic<uint32_t> waiting_{0};
 };
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <span>
 #include <string_view>
 
 #include "conf/device_name.h"
@@ -105,6 +106,34 @@ std::vector<bool> ring_fed_egress(const Pipeline& p, const LcorePlan& plan) {
 
 }  // namespace
 
+void warn_cut_paced_inputs(const Pipeline& p) {
+    constexpr uint64_t kRecordsLooked = 100'000;  // a glance, not a read of a large file
+    for (size_t i = 0; i < p.policy->ports.size(); ++i) {
+        if (!forwards(p, i)) continue;
+        const conf::PortPolicy& port = p.policy->ports[i];
+        for (const std::string& path : conf::pcap_input_files(port.device)) {
+            struct stat st {};
+            if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+            uint64_t cut = 0;
+            try {
+                replay::PcapReader reader(path);
+                replay::PcapRecord record;
+                for (uint64_t k = 0; k < kRecordsLooked && cut == 0 && reader.next(record); ++k)
+                    cut += record.wire_length > record.captured.size();
+            } catch (const replay::PcapError&) {
+                continue;  // the PMD reports what it cannot read
+            }
+            if (cut != 0)
+                spdlog::warn(
+                    "--pace-input: port '{}': rx_pcap '{}' cuts frames (a snap length): "
+                    "read during the run they are paced at their captured lengths, "
+                    "closer together than on their wire; --preload-input paces them "
+                    "at their recorded lengths",
+                    port.name, path);
+        }
+    }
+}
+
 bool size_preloaded_inputs(Pipeline& p, std::string& error) {
     p.input_captures.assign(p.policy->ports.size(), {});
     for (size_t i = 0; i < p.policy->ports.size(); ++i) {
@@ -123,14 +152,20 @@ bool size_preloaded_inputs(Pipeline& p, std::string& error) {
                         "' is not a regular file";
                 return false;
             }
-            CaptureSize size{.path = path};
+            CaptureSize size;
+            size.path = path;
             try {
                 replay::PcapReader reader(path);
                 replay::PcapRecord record;
+                bool cut = false;
                 while (reader.next(record)) {
+                    const auto captured = static_cast<uint32_t>(record.captured.size());
+                    cut = cut || record.wire_length > captured;
+                    size.wire_lengths.push_back(std::max(record.wire_length, captured));
                     ++size.frames;
-                    size.mbufs += conf::mbufs_per_frame(record.captured.size());
+                    size.mbufs += conf::mbufs_per_frame(captured);
                 }
+                if (!cut) std::vector<uint32_t>().swap(size.wire_lengths);
             } catch (const replay::PcapError& e) {
                 error = "--preload-input: port '" + port.name + "': " + e.what();
                 return false;
@@ -536,13 +571,22 @@ bool preload_inputs(Pipeline& p, std::string& error) {
             if (!task.paced) continue;
             const conf::PortPolicy& port = p.policy->ports[task.policy_port];
             const uint64_t start = rte_rdtsc();
+            const std::vector<CaptureSize>& captures = p.input_captures[task.policy_port];
+            const std::span<const uint32_t> wire_lengths =
+                task.queue < captures.size()
+                    ? std::span<const uint32_t>(captures[task.queue].wire_lengths)
+                    : std::span<const uint32_t>();
             std::string reason;
-            if (!task.paced->preload(task.dpdk_port, task.queue, reason)) {
+            if (!task.paced->preload(task.dpdk_port, task.queue, reason, wire_lengths)) {
                 error = "--preload-input: port '" + port.name + "' RX queue " +
                         std::to_string(task.queue) + ": " + reason;
                 return false;
             }
-            const std::vector<CaptureSize>& captures = p.input_captures[task.policy_port];
+            if (!wire_lengths.empty())
+                spdlog::info(
+                    "preloaded input '{}'/{}: its capture cut frames (a snap length): "
+                    "paced at their lengths on the wire, as recorded",
+                    port.name, task.queue);
             spdlog::info("preloaded input '{}'/{}: {} frames ({} mbufs) in {:.0f} ms", port.name,
                          task.queue, task.paced->frames(),
                          task.queue < captures.size() ? captures[task.queue].mbufs : 0,

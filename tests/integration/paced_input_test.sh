@@ -167,6 +167,46 @@ grep -q "paced input 'in'/0: 80 frames, .*, 40 not yet arrived when the run stop
 echo "PASS: a 500 ms pause does not end a paced run; stopped in it, the 40 frames still due are" \
      "reported and freed"
 
+# A capture cut at a snap length (tcpdump -s 128): 1000 frames of 9000 bytes on their wire,
+# stamped together, 128 bytes captured. Preloaded and paced at 1G they take their wire's time
+# (72 us each, 72 ms in all), not their captured bytes' (1.2 ms); read during the run, the log
+# says that their captured lengths are all the lcore can pace.
+python3 - cut.pcap <<'PY'
+import struct, sys
+frame = bytearray(128)
+frame[12:14] = b"\x08\x00"
+frame[14:34] = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 9000 - 14, 1, 0, 64, 17, 0,
+                           bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2]))
+frame[34:42] = struct.pack("!HHHH", 40000, 5201, 9000 - 34, 0)
+out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 128, 1)]
+for _ in range(1000):
+    out.append(struct.pack("<IIII", 1, 0, len(frame), 9000) + bytes(frame))
+open(sys.argv[1], "wb").write(b"".join(out))
+PY
+sed "s#rx_pcap=$WORK/in.pcap#rx_pcap=$WORK/cut.pcap#" policy.yaml >cut.yaml
+for mode in preloaded read; do
+    extra=()
+    [ "$mode" = preloaded ] && extra=(--preload-input)
+    timeout 60 "$twinlane" --log-level info run --json --no-control --pace-input 1G "${extra[@]}" \
+        -c cut.yaml -- "${EAL_BASE[@]}" -l 0 >"cut-$mode.json" 2>"cut-$mode.err" ||
+        fail "paced cut capture ($mode): $(tail -3 "cut-$mode.err")"
+done
+grep -q "its capture cut frames" cut-preloaded.err || fail "preloaded: $(cat cut-preloaded.err)"
+grep -q "cuts frames (a snap length)" cut-read.err || fail "read: no warning: $(cat cut-read.err)"
+python3 - cut-preloaded.json cut-read.json <<'PY' || fail "a cut capture not paced at its wire lengths"
+import json, sys
+preloaded, read = (json.load(open(p)) for p in sys.argv[1:3])
+for r in (preloaded, read):
+    assert r["rx_packets"] == 1000, r["rx_packets"]
+    assert r["rx_packets"] == r["tx_packets"] + sum(r["dropped"].values()) + r["queued"], r
+print(f"cut at 128 bytes, paced at 1G: preloaded {preloaded['elapsed_s']:.3f} s, "
+      f"read during the run {read['elapsed_s']:.3f} s (each with the 200 ms idle exit)")
+assert preloaded["elapsed_s"] >= 0.072 + 0.2 - 0.005, preloaded["elapsed_s"]
+assert read["elapsed_s"] < preloaded["elapsed_s"] - 0.03, (read["elapsed_s"], preloaded["elapsed_s"])
+PY
+echo "PASS: a capture cut at a snap length is paced preloaded at its wire lengths; read during" \
+     "the run, the log says it cannot be"
+
 if "$twinlane" run --preload-input -c policy.yaml -- "${EAL_BASE[@]}" -l 0 >/dev/null 2>err.txt; then
     fail "--preload-input without --pace-input was accepted"
 fi
