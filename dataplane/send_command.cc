@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,7 +36,7 @@ struct SendArgs {
     std::string pcap_path;
     std::string port;
     double speed = 1.0;
-    std::string link_rate;  // empty: no link limit
+    std::optional<std::string> link_rate;  // none: no link limit
     uint32_t mbufs = 8191;
     uint32_t link_wait_ms = 10'000;
     uint32_t start_delay_ms = 200;
@@ -225,7 +226,7 @@ void print_report(const SendArgs& args, const std::string& port, const Capture& 
             {"pcap", args.pcap_path},
             {"port", port},
             {"speed", args.speed},
-            {"link_rate", args.link_rate.empty() ? "none" : args.link_rate},
+            {"link_rate", args.link_rate.value_or("none")},
             {"frames", capture.frames.size()},
             {"trace_s", trace_s},
             {"trace_gbps", gbps(capture.bytes, trace_s / args.speed)},
@@ -244,8 +245,8 @@ void print_report(const SendArgs& args, const std::string& port, const Capture& 
         return;
     }
     std::printf("twinlane send: %s -> %s at %gx its recorded timing%s%s\n", args.pcap_path.c_str(),
-                port.c_str(), args.speed, args.link_rate.empty() ? "" : ", serialised at ",
-                args.link_rate.c_str());
+                port.c_str(), args.speed, args.link_rate ? ", serialised at " : "",
+                args.link_rate.value_or("").c_str());
     std::printf("  %-14s %12zu frames %14llu bytes in %.6f s (%.2f Gbit/s at this speed)\n",
                 "trace", capture.frames.size(), static_cast<unsigned long long>(capture.bytes),
                 trace_s, gbps(capture.bytes, trace_s / args.speed));
@@ -268,10 +269,12 @@ void print_report(const SendArgs& args, const std::string& port, const Capture& 
 
 int send(const SendArgs& args) {
     uint64_t link_bps = 0;
-    if (!args.link_rate.empty()) {
-        auto rate = conf::parse_rate_bits_per_sec(args.link_rate);
-        if (!rate) {
-            spdlog::error("--link-rate {}: {}", args.link_rate, rate.error());
+    if (args.link_rate) {
+        auto rate = conf::parse_rate_bits_per_sec(*args.link_rate);
+        if (!rate || *rate == 0) {
+            spdlog::error("--link-rate {}: {}", *args.link_rate,
+                          rate ? std::string("must be above 0 (leave it out for no link limit)")
+                               : rate.error());
             return 2;
         }
         link_bps = *rate;
@@ -326,7 +329,10 @@ int send(const SendArgs& args) {
     const std::string name = port_name(port);
     spdlog::info("port {} started, waiting for its link", name);
     if (!wait_for_link(port, args.link_wait_ms)) {
-        spdlog::error("port {}: link not up after {} ms", name, args.link_wait_ms);
+        if (stop_requested())
+            spdlog::error("port {}: stopped by a signal while waiting for its link", name);
+        else
+            spdlog::error("port {}: link not up after {} ms", name, args.link_wait_ms);
         stop_port(port);
         return 2;
     }

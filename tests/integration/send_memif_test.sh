@@ -3,7 +3,8 @@
 # generated 20 ms trace with jumbo frames, sent at its recorded timing serialised at 10G, is
 # received whole by the pipeline (run to completion on lcore 1, the sender on lcore 0), and
 # every frame is accounted for on both sides; the sender takes the trace's time, not less.
-# Bad input: a missing capture and a bad --link-rate end with an error naming them.
+# Bad input: a missing capture and a bad --link-rate (also 0 or empty, which are no limit's
+# look-alikes) end with an error naming them.
 # Usage: send_memif_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
 twinlane=$(realpath "$1")
@@ -78,4 +79,25 @@ if "$twinlane" send --link-rate fast --pcap in.pcap -- "${eal[@]}" >/dev/null 2>
     fail "--link-rate fast was accepted"
 fi
 grep -q -- "--link-rate fast" err.txt || fail "bad link rate not named: $(cat err.txt)"
+# Stopped while it waits for a peer that never comes, it says so rather than "not up".
+"$twinlane" send --link-wait 30000 --pcap in.pcap -- "${eal[@]}" --file-prefix "$prefix-w" \
+    -l 0 --vdev="net_memif0,role=server,socket=$WORK/lonely.sock,socket-abstract=no" \
+    >/dev/null 2>wait.err &
+sender=$!
+for _ in $(seq 300); do
+    grep -q "waiting for its link" wait.err && break
+    sleep 0.1
+done
+kill -TERM "$sender"
+rc=0
+wait "$sender" || rc=$?
+sender=""
+[ "$rc" -eq 2 ] && grep -q "stopped by a signal while waiting for its link" wait.err ||
+    fail "SIGTERM while waiting for the link: exit $rc: $(cat wait.err)"
+for rate in 0 ""; do
+    if "$twinlane" send --link-rate "$rate" --pcap in.pcap -- "${eal[@]}" >/dev/null 2>err.txt; then
+        fail "--link-rate '$rate' was accepted (as no link limit)"
+    fi
+    grep -q -- "--link-rate $rate" err.txt || fail "link rate '$rate' not named: $(cat err.txt)"
+done
 echo "PASS"
