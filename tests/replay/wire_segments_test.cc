@@ -322,75 +322,51 @@ TEST(WireSegments, UnsplittableOversizeRecordIsDroppedForEveryDiscipline) {
 
 // Records stamped earlier than the record before them (an unsorted merge of two captures) are
 // replayed at that record's time, never back in time, and the report counts them and says by
-// how much; all packets are still accounted for.
+// how much; all packets are still accounted for. Through an ingress link (--ingress-rate)
+// arrivals never go back either (each when the link has carried it), and the capture's clock
+// that did is counted by the same measure.
 TEST(WireSegments, RecordsGoingBackInTimeAreClampedAndCounted) {
     const conf::CompiledPolicy compiled = default_policy();
     ASSERT_TRUE(compiled.ok());
-    const conf::CompiledEgress& egress = compiled.egress.at(0);
-    const ReplayOptions options = replay_options(egress);
-    classifier::Classifier classifier(compiled.classifier);
-    ReplayReport report("fifo", kRate, compiled.classifier.class_names, 1, 1'000'000);
-    FifoDiscipline fifo(1024, 1 << 20);
-    BasicReplayEngine<Discipline> engine(options, classifier, fifo, report, nullptr);
     const auto frame = PacketBuilder()
                            .ethernet()
                            .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
                            .udp(40000, 5201)
                            .payload(100)
                            .build();
-    PcapRecord record;
-    record.wire_length = uint32_t(frame.size());
-    record.captured = frame;
-    for (const uint64_t t : {10'000, 20'000, 15'000, 30'000, 4'000, 31'000}) {
-        record.timestamp_ns = t;
-        engine.offer(record);
+    for (const uint64_t ingress_bps : {uint64_t{0}, uint64_t{10'000'000'000}}) {
+        SCOPED_TRACE(ingress_bps);
+        ReplayOptions options = replay_options(compiled.egress.at(0));
+        options.ingress_rate_bps = ingress_bps;
+        classifier::Classifier classifier(compiled.classifier);
+        ReplayReport report("fifo", kRate, compiled.classifier.class_names, 1, 1'000'000);
+        FifoDiscipline fifo(1024, 1 << 20);
+        BasicReplayEngine<Discipline> engine(options, classifier, fifo, report, nullptr);
+        PcapRecord record;
+        record.wire_length = uint32_t(frame.size());
+        record.captured = frame;
+        for (const uint64_t t : {10'000, 20'000, 15'000, 30'000, 4'000, 31'000}) {
+            record.timestamp_ns = t;
+            engine.offer(record);
+        }
+        engine.finish();
+        EXPECT_EQ(report.records_back_in_time(), 2u);
+        EXPECT_EQ(report.max_back_in_time_ns(), 26'000u);  // 4 us after 30 us
+        const nlohmann::json totals = report.to_json()["totals"];
+        EXPECT_EQ(totals["records_back_in_time"], 2);
+        EXPECT_DOUBLE_EQ(totals["max_back_in_time_us"].get<double>(), 26.0);
+        EXPECT_EQ(report.rx_packets(), 6u);
+        EXPECT_EQ(report.tx_packets(), 6u);
+        // Clamped, not reordered: every latency is at least one frame's time on the wire and
+        // the packets stamped back waited behind the ones before them (none saw a negative
+        // latency).
+        const double frame_us =
+            double(VirtualLink(kRate).transmit_ns(uint32_t(frame.size()))) / 1e3;
+        for (const ClassStats& c : report.classes()) {
+            for (const uint64_t latency : c.latencies_ns)
+                EXPECT_GE(double(latency) / 1e3, frame_us - 1e-3);
+        }
     }
-    engine.finish();
-    EXPECT_EQ(report.records_back_in_time(), 2u);
-    EXPECT_EQ(report.max_back_in_time_ns(), 26'000u);  // 4 us after 30 us
-    const nlohmann::json totals = report.to_json()["totals"];
-    EXPECT_EQ(totals["records_back_in_time"], 2);
-    EXPECT_DOUBLE_EQ(totals["max_back_in_time_us"].get<double>(), 26.0);
-    EXPECT_EQ(report.rx_packets(), 6u);
-    EXPECT_EQ(report.tx_packets(), 6u);
-    // Clamped, not reordered: every latency is at least one frame's time on the wire and the
-    // packets stamped back waited behind the ones before them (none saw a negative latency).
-    const double frame_us = double(VirtualLink(kRate).transmit_ns(uint32_t(frame.size()))) / 1e3;
-    for (const ClassStats& c : report.classes()) {
-        for (const uint64_t latency : c.latencies_ns)
-            EXPECT_GE(double(latency) / 1e3, frame_us - 1e-3);
-    }
-}
-
-// Through an ingress link (--ingress-rate) arrivals never go back (each when the link has
-// carried it), and the capture's clock that did is still counted, by the same measure.
-TEST(WireSegments, RecordsGoingBackInTimeAreCountedThroughAnIngressLink) {
-    const conf::CompiledPolicy compiled = default_policy();
-    ASSERT_TRUE(compiled.ok());
-    ReplayOptions options = replay_options(compiled.egress.at(0));
-    options.ingress_rate_bps = 10'000'000'000ULL;
-    classifier::Classifier classifier(compiled.classifier);
-    ReplayReport report("fifo", kRate, compiled.classifier.class_names, 1, 1'000'000);
-    FifoDiscipline fifo(1024, 1 << 20);
-    BasicReplayEngine<Discipline> engine(options, classifier, fifo, report, nullptr);
-    const auto frame = PacketBuilder()
-                           .ethernet()
-                           .ipv4({198, 18, 0, 1}, {198, 18, 0, 2}, 17)
-                           .udp(40000, 5201)
-                           .payload(100)
-                           .build();
-    PcapRecord record;
-    record.wire_length = uint32_t(frame.size());
-    record.captured = frame;
-    for (const uint64_t t : {10'000, 20'000, 15'000, 30'000, 4'000, 31'000}) {
-        record.timestamp_ns = t;
-        engine.offer(record);
-    }
-    engine.finish();
-    EXPECT_EQ(report.records_back_in_time(), 2u);
-    EXPECT_EQ(report.max_back_in_time_ns(), 26'000u);
-    EXPECT_EQ(report.rx_packets(), 6u);
-    EXPECT_EQ(report.tx_packets(), 6u);
 }
 
 // --ingress-rate: records stamped together arrive one after the other, each when the ingress
