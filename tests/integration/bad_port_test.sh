@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A port name that does not exist gives a clear error naming it, and a non-zero exit code; so
-# do a pcap input whose capture is not Ethernet, more RX queues than a device has, flow tables
+# do a pcap input whose capture is not Ethernet (a pcapng one that turns non-Ethernet is said
+# before the run), more RX queues than a device has, flow tables
 # beyond memory, and bad option values (--idle-exit, replay --link-rate).
 # Usage: bad_port_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
@@ -43,6 +44,38 @@ rc=0
 grep -q "port 'capture': rx_pcap '.*cooked.pcap' has link type LINUX_SLL2 (276)" "$WORK/cooked.txt" ||
     { cat "$WORK/cooked.txt"; fail "error does not name the port, file and link type"; }
 echo "PASS: non-Ethernet pcap input refused: $(grep -o "has link type [^;]*" "$WORK/cooked.txt")"
+
+# A pcapng capture whose second interface is not Ethernet: libpcap cannot read its records and
+# the PMD skips them (rx_errors); the run says so before it starts, and receives the others.
+python3 - "$WORK/mixed.pcapng" <<'PY'
+import struct, sys
+def block(kind, body):
+    body += bytes(-len(body) % 4)
+    n = 12 + len(body)
+    return struct.pack("<II", kind, n) + body + struct.pack("<I", n)
+eth = bytes(12) + b"\x08\x00" + struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28, 0, 0, 64, 17, 0,
+                                            bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2]))
+eth += struct.pack("!HHHH", 1, 2, 8, 0)
+def packet(interface, frame):
+    return block(6, struct.pack("<IIIII", interface, 0, 1000, len(frame), len(frame)) + frame)
+out = block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+out += block(1, struct.pack("<HHI", 1, 0, 65535))        # Ethernet
+out += packet(0, eth) * 3
+out += block(1, struct.pack("<HHI", 276, 0, 65535))      # Linux cooked (SLL2)
+out += packet(1, bytes(20) + eth[14:]) + packet(0, eth)
+open(sys.argv[1], "wb").write(out)
+PY
+sed -e "s|cooked.pcap|mixed.pcapng|" "$WORK/cooked.yaml" >"$WORK/mixed.yaml"
+timeout 60 "$twinlane" run -c "$WORK/mixed.yaml" --no-control --json -- "${EAL_BASE[@]}" -l 0 \
+    >"$WORK/mixed.json" 2>"$WORK/mixed.txt" || { cat "$WORK/mixed.txt"; fail "mixed pcapng run"; }
+grep -q "port 'capture': rx_pcap '.*mixed.pcapng': libpcap cannot read the record after frame 3" \
+    "$WORK/mixed.txt" || { cat "$WORK/mixed.txt"; fail "a record libpcap cannot read is not said"; }
+python3 - "$WORK/mixed.json" <<'PY' || fail "mixed: $(cat "$WORK/mixed.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["rx_packets"] == 4 and r["ports"][0]["nic"]["rx_errors"] >= 1, r["ports"][0]
+PY
+echo "PASS: a record libpcap cannot read is said before the run: $(grep -o "libpcap cannot.*" "$WORK/mixed.txt")"
 
 # More RX queues than the device has (net_pcap: one per rx_pcap) is refused at start, naming
 # the port and the setting; the lcore polled the missing queue and net_pcap crashed (SIGSEGV).
