@@ -176,7 +176,6 @@ bool Daemon::build(const LcorePlan& plan) {
     std::string error;
     p.pace_input_bps = options_.pace_input_bps;
     p.preload_input = options_.preload_input;
-    if (p.pace_input_bps != 0 && !p.preload_input) warn_cut_paced_inputs(p);
     if ((p.preload_input && !size_preloaded_inputs(p, error)) ||
         !create_pools(p, plan, options_.lane_ring_slots, error)) {
         spdlog::error("{}", error);

@@ -47,16 +47,26 @@ bool check_pcap_input(const conf::PortPolicy& port, std::string& error) {
         if (handle == nullptr) continue;
         const int link_type = pcap_datalink(handle);
         if (link_type == DLT_EN10MB) {
-            // A record libpcap cannot read (on a pcapng interface of another link type, cut
-            // short) never reaches the pipeline: the PMD skips it (its rx_errors). Said before
-            // the run, from a glance at the capture's start.
+            // Said before the run, from a glance at the capture's start: frames cut at a snap
+            // length, and a record libpcap cannot read (on a pcapng interface of another link
+            // type, cut short), which never reaches the pipeline (the PMD skips it: rx_errors).
             constexpr int kRecordsLooked = 10'000;
             pcap_pkthdr* header = nullptr;
             const u_char* data = nullptr;
             int rc = 1;
             int read = 0;
-            while (read < kRecordsLooked && (rc = pcap_next_ex(handle, &header, &data)) == 1)
+            int cut = 0;
+            while (read < kRecordsLooked && (rc = pcap_next_ex(handle, &header, &data)) == 1) {
                 ++read;
+                cut += header->caplen < header->len;
+            }
+            if (cut != 0)
+                spdlog::warn(
+                    "port '{}': rx_pcap '{}' cuts frames (a snap length): the port hands "
+                    "over only their captured bytes, which the scheduler and "
+                    "--pace-input count; --preload-input paces them at their recorded "
+                    "lengths",
+                    port.name, path);
             if (rc == PCAP_ERROR)
                 spdlog::warn(
                     "port '{}': rx_pcap '{}': libpcap cannot read the record after "

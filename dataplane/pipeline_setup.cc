@@ -106,34 +106,6 @@ std::vector<bool> ring_fed_egress(const Pipeline& p, const LcorePlan& plan) {
 
 }  // namespace
 
-void warn_cut_paced_inputs(const Pipeline& p) {
-    constexpr uint64_t kRecordsLooked = 100'000;  // a glance, not a read of a large file
-    for (size_t i = 0; i < p.policy->ports.size(); ++i) {
-        if (!forwards(p, i)) continue;
-        const conf::PortPolicy& port = p.policy->ports[i];
-        for (const std::string& path : conf::pcap_input_files(port.device)) {
-            struct stat st {};
-            if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-            uint64_t cut = 0;
-            try {
-                replay::PcapReader reader(path);
-                replay::PcapRecord record;
-                for (uint64_t k = 0; k < kRecordsLooked && cut == 0 && reader.next(record); ++k)
-                    cut += record.wire_length > record.captured.size();
-            } catch (const replay::PcapError&) {
-                continue;  // the PMD reports what it cannot read
-            }
-            if (cut != 0)
-                spdlog::warn(
-                    "--pace-input: port '{}': rx_pcap '{}' cuts frames (a snap length): "
-                    "read during the run they are paced at their captured lengths, "
-                    "closer together than on their wire; --preload-input paces them "
-                    "at their recorded lengths",
-                    port.name, path);
-        }
-    }
-}
-
 bool size_preloaded_inputs(Pipeline& p, std::string& error) {
     p.input_captures.assign(p.policy->ports.size(), {});
     for (size_t i = 0; i < p.policy->ports.size(); ++i) {

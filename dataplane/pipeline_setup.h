@@ -80,9 +80,6 @@ struct Pipeline {
 // them before the pools are sized; refused (with `error`) for an input that is not a regular
 // capture file of a pcap device.
 bool size_preloaded_inputs(Pipeline& p, std::string& error);
-// `--pace-input` without `--preload-input`: a capture that cut frames (a snap length) is paced
-// at its captured lengths, the only ones the PMD hands over; said in the log.
-void warn_cut_paced_inputs(const Pipeline& p);
 // One pool per NUMA socket of the ports: the sum of its ports' `mempool` (conf/mbuf_demand.h)
 // and of what the lane rings into its egress ports can hold (`ring_slots` frames each) where an
 // RX lcore hands packets to another lcore's scheduler.

@@ -106,9 +106,7 @@ uint64_t BasicReplayEngine<D>::run(std::span<const ReplayInput> inputs) {
         Pending& p = pending[k];
         p.stamped = p.record.timestamp_ns;
         if (!links.empty()) {
-            // Its link's timing never goes back: an input's clock that did is counted here.
-            if (p.stamped < latest[k]) report_.on_time_reversal(latest[k] - p.stamped);
-            latest[k] = std::max(latest[k], p.stamped);
+            note_recorded(latest[k], p.stamped);
             links[k].next(p.stamped, p.record.wire_length);
             p.stamped = epoch + links[k].last_end();  // ticks are ns here
         }
@@ -132,12 +130,17 @@ uint64_t BasicReplayEngine<D>::run(std::span<const ReplayInput> inputs) {
 }
 
 template <class D>
+void BasicReplayEngine<D>::note_recorded(uint64_t& latest_ns, uint64_t timestamp_ns) {
+    // An ingress link's timing never goes back: a capture's clock that did is counted here.
+    if (timestamp_ns < latest_ns) report_.on_time_reversal(latest_ns - timestamp_ns);
+    latest_ns = std::max(latest_ns, timestamp_ns);
+}
+
+template <class D>
 void BasicReplayEngine<D>::offer(const PcapRecord& record) {
     uint64_t stamped = record.timestamp_ns;
     if (ingress_) [[unlikely]] {
-        // The link's timing never goes back: a capture's clock that did is counted here.
-        if (stamped < latest_recorded_ns_) report_.on_time_reversal(latest_recorded_ns_ - stamped);
-        latest_recorded_ns_ = std::max(latest_recorded_ns_, stamped);
+        note_recorded(latest_recorded_ns_, stamped);
         ingress_->next(stamped, record.wire_length);
         stamped = ingress_->first_timestamp_ns() + ingress_->last_end();  // ticks are ns here
     }

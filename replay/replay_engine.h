@@ -108,6 +108,8 @@ class BasicReplayEngine {
 
     // `record` arrives on `ingress_port` at `stamped` (its timestamp or its ingress link's).
     void offer_at(const PcapRecord& record, uint64_t stamped, uint16_t ingress_port);
+    // With an ingress link: counts a record stamped before `latest_ns` (then moved on to it).
+    void note_recorded(uint64_t& latest_ns, uint64_t timestamp_ns);
     void arrive(const PcapRecord& record, uint64_t arrival_ns, uint16_t ingress_port);
     // Virtual time up to `until_ns`, with the lossless senders' releases and the egress peer's
     // pauses at their times in between.
