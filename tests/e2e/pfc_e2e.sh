@@ -126,10 +126,14 @@ run_gateway $NS_U u 0
 run_gateway $NS_D d 1
 # Where U receives them: D sends on d0 through AF_PACKET's qdisc bypass, unseen by taps there.
 ip netns exec $NS_U tcpdump -i u1 -w pfc_u1.pcap 'ether proto 0x8808' >/dev/null 2>&1 &
-sleep 3
-for g in u d; do
+for g in u d; do  # started within 30 s (a loaded machine takes more than the usual second)
+    for _ in $(seq 300); do
+        grep -q "forwarding with policy" log_$g.txt && break
+        sleep 0.1
+    done
     grep -q "forwarding with policy" log_$g.txt || die "gateway $g did not start: $(tail -3 log_$g.txt)"
 done
+sleep 1  # tcpdump on u1 attached
 
 ip netns exec $NS_S nice -n -10 iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
 ip netns exec $NS_S nice -n -10 sockperf server -i $IP_S -p 50051 >/dev/null 2>&1 &
