@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -175,25 +176,38 @@ bool pfc_modelled(const Setup& s, uint16_t port) {
            !s.egress().pfc_accounts.empty();
 }
 
-// Lossless senders when the replayed path's ingress port runs PFC and a class is lossless: the
-// same thresholds, priorities and watchdog as `twinlane run`, the sender reacting after the
-// cable one way and its response (pfc/headroom.h's terms).
+// Lossless senders on each input's ingress port that runs PFC, when a class is lossless: the
+// same thresholds, priorities, account tags and watchdog as `twinlane run`, each sender reacting
+// after its cable one way and its response (pfc/headroom.h's terms).
 bool lossless_options(const ReplayArgs& args, Setup& s) {
     const conf::Policy& policy = *s.policy;
     const conf::CompiledEgress& egress = s.egress();
-    const conf::PortPolicy& ingress = policy.ports[s.ingress_port];
     replay::LosslessOptions& o = s.lossless;
-    o.enabled = pfc_modelled(s, s.ingress_port);
     o.dscp_priority = s.compiled.pfc.dscp_priority;
-    o.thresholds = s.compiled.pfc.ports[s.ingress_port].thresholds;
     std::copy(egress.lane_priority.begin(), egress.lane_priority.end(), o.class_priority.begin());
-    o.ingress_rate_bps = ingress.rate_bits_per_sec;
+    for (const Setup::Input& input : s.inputs) {
+        if (!pfc_modelled(s, input.port)) continue;
+        const bool seen = std::any_of(o.ingress.begin(), o.ingress.end(),
+                                      [&](const auto& in) { return in.port == input.port; });
+        if (seen) continue;
+        const conf::PortPolicy& port = policy.ports[input.port];
+        replay::LosslessIngress in;
+        in.port = input.port;
+        in.name = port.name;
+        in.thresholds = s.compiled.pfc.ports[input.port].thresholds;
+        in.rate_bps = port.rate_bits_per_sec;
+        const pfc::Headroom h = conf::auto_headroom(policy, input.port);
+        in.sender_reaction_ns =
+            port.rate_bits_per_sec == 0
+                ? 0
+                : (h.cable_bytes / 2 + h.peer_bytes) * 8'000'000'000ULL / port.rate_bits_per_sec;
+        for (size_t c = 0; c < in.class_tag.size(); ++c)
+            in.class_tag[c] =
+                egress.pfc_tag(input.port, static_cast<uint8_t>(c), egress.lane_priority[c]);
+        o.ingress.push_back(std::move(in));
+    }
+    o.enabled = !o.ingress.empty();
     o.egress_rate_bps = s.link_rate_bps;
-    const pfc::Headroom h = conf::auto_headroom(policy, s.ingress_port);
-    o.sender_reaction_ns =
-        ingress.rate_bits_per_sec == 0
-            ? 0
-            : (h.cable_bytes / 2 + h.peer_bytes) * 8'000'000'000ULL / ingress.rate_bits_per_sec;
     o.pause_node = egress.pause_node;
     o.watchdog = s.compiled.pfc.watchdog;
     for (const std::string& text : args.pfc_pauses) {
@@ -360,18 +374,6 @@ std::optional<Setup> prepare(const ReplayArgs& args) {
     s.bulk_class = static_cast<uint8_t>(*bulk);
     s.slo_measure_only = args.slo_measure_only;
     if (!lossless_options(args, s)) return std::nullopt;
-    // The lossless senders are modelled on one ingress port (--pfc-pause's peer is the egress
-    // port's: any inputs).
-    const bool senders = pfc_modelled(s, s.ingress_port);
-    for (const Setup::Input& input : s.inputs) {
-        if (input.port == s.ingress_port || (!senders && !pfc_modelled(s, input.port))) continue;
-        spdlog::error(
-            "-i: inputs arrive on ports '{}' and '{}', with PFC on '{}': the lossless senders "
-            "are modelled on one ingress port; replay the inputs of one port",
-            policy.ports[s.ingress_port].name, policy.ports[input.port].name,
-            policy.ports[senders ? s.ingress_port : input.port].name);
-        return std::nullopt;
-    }
     return s;
 }
 

@@ -1,12 +1,13 @@
 // Lossless senders and the egress peer's pauses, in virtual time, for the replay engine.
 //
-// Senders that obey PFC: the packets of a lossless priority inside the gateway are counted
-// (from arrival to departure or drop); the same pfc::PauseGenerator as the realtime pipeline
-// decides XOFF/XON against the ingress port's thresholds. From an XOFF on (plus the sender's
-// reaction time: the cable one way and the peer's response), the input's packets of that
-// priority are held at the sender, in order; from an XON on (plus the reaction) they are
-// released back to back at the ingress link's rate, delayed, never dropped; later packets of
-// the priority queue behind them.
+// Senders that obey PFC, on each PFC ingress port that carries an input: the packets of a
+// lossless priority inside the gateway are counted per (ingress port, priority), the realtime
+// pipeline's accounts; each port's own pfc::PauseGenerator, as in the realtime pipeline,
+// decides XOFF/XON against that port's thresholds. From an XOFF on (plus the sender's reaction
+// time: the cable one way and the peer's response), the port's packets of that priority are
+// held at its sender, in order; from an XON on (plus the reaction) they are released back to
+// back at the port's rate, delayed, never dropped; later packets of the priority queue behind
+// them. Ports pause apart: an incast from two ports pauses both, each by its own bytes.
 //
 // The egress peer's pauses (`replay --pfc-pause AT:PRIORITY:DURATION`): frames as the peer would
 // send them (the longest pause, refreshed at half its length, then XON) reach a
@@ -22,6 +23,7 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -39,14 +41,24 @@ struct InjectedPause {
     uint64_t duration_ns = 0;
 };
 
+// A PFC ingress port whose senders the replay models.
+struct LosslessIngress {
+    uint16_t port = 0;  // the engine's ingress port (the policy's port index)
+    std::string name;   // for the report
+    std::array<pfc::PriorityThresholds, pfc::kPriorities> thresholds{};
+    uint64_t rate_bps = 0;
+    uint64_t sender_reaction_ns = 0;
+    // The account tag (conf::CompiledEgress::pfc_tag) of each class's packets from this port
+    // that carry the class's priority; 0: not counted.
+    std::array<uint8_t, admission::kMaxLanes> class_tag{};
+};
+
 struct LosslessOptions {
     bool enabled = false;
     pfc::DscpPriorityMap dscp_priority{};
-    std::array<pfc::PriorityThresholds, pfc::kPriorities> thresholds{};  // the ingress port's
+    std::vector<LosslessIngress> ingress;
     std::array<uint8_t, admission::kMaxLanes> class_priority{};  // kNoPriority: a lossy class
-    uint64_t ingress_rate_bps = 0;
     uint64_t egress_rate_bps = 0;
-    uint64_t sender_reaction_ns = 0;
     std::array<int32_t, pfc::kPriorities> pause_node{};  // egress tree node per priority; -1
     pfc::Watchdog watchdog;
     std::vector<InjectedPause> pauses;
@@ -62,20 +74,22 @@ class LosslessModel {
   public:
     explicit LosslessModel(const LosslessOptions& options);
 
-    // A record of the input held at its sender: its bytes (as much as the engine reads) and
-    // the time it was sent in the input.
+    // A record held at its sender: its bytes (as much as the engine reads), the time it was
+    // sent in the input and the port it arrives on.
     struct Held {
         uint64_t sent_ns = 0;
         uint32_t wire_length = 0;
+        uint16_t port = 0;
         std::vector<uint8_t> bytes;
     };
 
-    // The priority's account tag of a packet of `class_id` (0: not counted), for
+    // The account tag of a packet of `class_id` arriving on `port` (0: not counted), for
     // sched::Packet::user; `frame` is what the engine reads of it.
-    uint8_t tag(uint8_t class_id, const uint8_t* frame, uint32_t readable) const;
-    // The input's sender of this packet is paused (or has earlier ones held): hold it.
-    bool holds(const uint8_t* frame, uint32_t readable, uint64_t sent_ns);
-    void hold(const uint8_t* frame, uint32_t readable, uint32_t wire_length, uint64_t sent_ns);
+    uint8_t tag(uint8_t class_id, uint16_t port, const uint8_t* frame, uint32_t readable) const;
+    // The sender of this packet on `port` is paused (or has earlier ones held): hold it.
+    bool holds(const uint8_t* frame, uint32_t readable, uint16_t port, uint64_t sent_ns) const;
+    void hold(const uint8_t* frame, uint32_t readable, uint32_t wire_length, uint16_t port,
+              uint64_t sent_ns);
 
     // Bytes of a tagged packet entering and leaving the gateway at `now_ns`; any activity
     // (tag 0) lets the generator refresh its pauses.
@@ -107,12 +121,14 @@ class LosslessModel {
     // Packets still held at their senders (the replay ended before they were released).
     uint64_t still_held() const {
         uint64_t n = 0;
-        for (const Sender& s : senders_)
-            n += s.held.size();
+        for (const Ingress& in : ingress_)
+            for (const Sender& s : in.senders)
+                n += s.held.size();
         return n;
     }
     // Per lossless priority: frames, pause time each way, packets held, the largest added
-    // sender delay, storms.
+    // sender delay, storms; the senders' part summed over the ingress ports and, per port, in
+    // "ingress".
     nlohmann::json report(uint64_t end_ns) const;
 
   private:
@@ -129,16 +145,28 @@ class LosslessModel {
         uint64_t max_delay_ns = 0;
         std::vector<std::pair<uint64_t, uint64_t>> intervals;  // XOFF to XON, for the plots
     };
+    // One PFC ingress port: its pause generator, its accounts' bytes, its senders.
+    struct Ingress {
+        LosslessIngress options;
+        pfc::PauseGenerator generator;
+        std::array<uint64_t, pfc::kPriorities> occupancy{};
+        std::array<Sender, pfc::kPriorities> senders{};
+    };
+    // Where a tag's bytes count: an index into ingress_ and a priority.
+    struct Account {
+        uint8_t ingress = 0;
+        uint8_t priority = 0;
+    };
     // The plots draw at most this many intervals per priority and direction.
     static constexpr size_t kMaxIntervals = 10'000;
-    void update(uint64_t now_ns);
+    int ingress_of(uint16_t port) const;  // its index in ingress_, -1: no PFC there
+    void update(Ingress& in, uint64_t now_ns);
     void note_holds(uint64_t now_ns);  // records the egress hold intervals for the report
 
     LosslessOptions options_;
-    pfc::PauseGenerator generator_;
+    std::vector<Ingress> ingress_;
+    std::array<Account, 16> accounts_{};  // by tag (1..15)
     pfc::PauseReceiver receiver_;
-    std::array<uint64_t, pfc::kPriorities> occupancy_{};
-    std::array<Sender, pfc::kPriorities> senders_{};
     bool resumed_ = false;
     // The egress peer's pauses, each sent as its frames come due (a long pause is many
     // refreshes: made one at a time, not all up front).

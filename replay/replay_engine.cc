@@ -159,8 +159,9 @@ void BasicReplayEngine<D>::offer_at(const PcapRecord& record, uint64_t stamped,
         const auto seen = static_cast<uint32_t>(
             options_.keep_payload ? record.captured.size()
                                   : std::min<size_t>(record.captured.size(), kHeaderBytes));
-        if (lossless_->holds(record.captured.data(), seen, arrival)) {
-            lossless_->hold(record.captured.data(), seen, record.wire_length, arrival);
+        if (lossless_->holds(record.captured.data(), seen, ingress_port, arrival)) {
+            lossless_->hold(record.captured.data(), seen, record.wire_length, ingress_port,
+                            arrival);
             last_arrival_ns_ = arrival;
             return;
         }
@@ -182,7 +183,7 @@ void BasicReplayEngine<D>::advance_to(uint64_t until_ns) {
         if (lossless_->next_peer_frame_ns() == next) apply_peer_pauses(next);
         if (lossless_->next_release_ns() == next) {
             const LosslessModel::Held held = lossless_->release(next);
-            arrive(PcapRecord{next, held.wire_length, held.bytes}, next, options_.ingress_port);
+            arrive(PcapRecord{next, held.wire_length, held.bytes}, next, held.port);
         }
     }
 }
@@ -227,7 +228,7 @@ uint64_t BasicReplayEngine<D>::finish() {
 template <class D>
 [[gnu::always_inline]] inline void BasicReplayEngine<D>::enqueue_packet(
     const classifier::Result& r, const uint8_t* frame, uint32_t seen, uint32_t wire_length,
-    uint32_t slot_id, uint64_t arrival_ns) {
+    uint32_t slot_id, uint64_t arrival_ns, uint16_t ingress_port) {
     Slot& s = slot(slot_id);
     s.ticket = report_.on_arrival(r.class_id, wire_length, arrival_ns, r.flow_hash, r.job_id);
     s.l3_offset = r.l3_offset;
@@ -248,7 +249,7 @@ template <class D>
     p.flow_hash = r.flow_hash;
     uint8_t tag = 0;
     if (lossless_) [[unlikely]] {
-        tag = lossless_->tag(r.class_id, frame, seen);
+        tag = lossless_->tag(r.class_id, ingress_port, frame, seen);
         lossless_->enter(tag, wire_length, arrival_ns);
     }
     p.user = admission::pack_user(r.class_id, tag);
@@ -305,9 +306,9 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns,
                     std::vector<uint8_t>& segment = frames_[slot_id];
                     write_segment(plan, record.captured, k, segment);
                     enqueue_packet(r, segment.data(), static_cast<uint32_t>(segment.size()), wire,
-                                   slot_id, arrival_ns);
+                                   slot_id, arrival_ns, ingress_port);
                 } else {
-                    enqueue_packet(r, frame, seen, wire, slot_id, arrival_ns);
+                    enqueue_packet(r, frame, seen, wire, slot_id, arrival_ns, ingress_port);
                 }
             }
             return;
@@ -320,7 +321,7 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns,
     }
     const uint32_t slot_id = take_slot();
     if (options_.keep_payload) frames_[slot_id].assign(frame, frame + captured);
-    enqueue_packet(r, frame, seen, record.wire_length, slot_id, arrival_ns);
+    enqueue_packet(r, frame, seen, record.wire_length, slot_id, arrival_ns, ingress_port);
 }
 
 template <class D>

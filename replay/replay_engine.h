@@ -118,10 +118,11 @@ class BasicReplayEngine {
     // A record that reaches no discipline: counted as arrived and dropped for `reason`.
     void drop_on_arrival(const classifier::Result& r, uint32_t wire_length, uint64_t arrival_ns,
                          const char* reason);
-    // One packet of `wire_length` bytes into the discipline; `frame` (`seen` bytes) is where
-    // its IP header is read from.
+    // One packet of `wire_length` bytes from `ingress_port` into the discipline; `frame`
+    // (`seen` bytes) is where its IP header is read from.
     void enqueue_packet(const classifier::Result& r, const uint8_t* frame, uint32_t seen,
-                        uint32_t wire_length, uint32_t slot_id, uint64_t arrival_ns);
+                        uint32_t wire_length, uint32_t slot_id, uint64_t arrival_ns,
+                        uint16_t ingress_port);
     // Transmits packets whose transmission can start before `until_ns`. Returns false, early,
     // when a lossless sender was resumed (its releases may come before `until_ns`).
     bool transmit_until(uint64_t until_ns);

@@ -478,6 +478,21 @@ std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
                 p["pause_frames_received"].get<unsigned long long>(),
                 p["egress_paused_ms"].get<double>(), p["storms"].get<unsigned long long>());
             out += line;
+            // Several PFC ingress ports: each one's senders.
+            const nlohmann::json& ingress = p["ingress"];
+            for (size_t k = 0; ingress.size() > 1 && k < ingress.size(); ++k) {
+                const nlohmann::json& in = ingress[k];
+                std::snprintf(line, sizeof line,
+                              "%-10s %-10s priority %d from '%s': pauses sent %llu, sender held "
+                              "%.3f ms (%llu packets, up to %.1f us later)\n",
+                              r->discipline().c_str(), "pfc", p["priority"].get<int>(),
+                              in["port"].get<std::string>().c_str(),
+                              in["pause_frames_sent"].get<unsigned long long>(),
+                              in["sender_paused_ms"].get<double>(),
+                              in["packets_held"].get<unsigned long long>(),
+                              in["max_sender_delay_us"].get<double>());
+                out += line;
+            }
         }
         if (r->split_records() != 0) {
             std::snprintf(line, sizeof line,
