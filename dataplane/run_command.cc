@@ -10,7 +10,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -23,14 +22,6 @@
 
 namespace twinlane::dataplane {
 namespace {
-
-// Options of one mode only: `twinlane run -c POLICY` (the scheduled pipeline) or without it
-// (the FIFO slice between two ports).
-constexpr const char* kPolicyOnly[] = {"--stop-mode",      "--drain-timeout",   "--duration",
-                                       "--stats-interval", "--lane-ring-slots", "--pace-input",
-                                       "--preload-input",  "--control-socket",  "--no-control",
-                                       "--watch-policy",   "--metrics-port"};
-constexpr const char* kFifoOnly[] = {"--in", "--out", "--fifo-packets", "--mbufs"};
 
 // A day: beyond it "idle" means something else than the end of a capture.
 constexpr uint64_t kMaxIdleExitMs = 86'400'000;
@@ -217,6 +208,18 @@ int run(const RunArgs& args) {
 
 void add_run_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<RunArgs>();
+    // Options of one mode only: `twinlane run -c POLICY` (the scheduled pipeline) or without it
+    // (the FIFO slice between two ports); each is marked where it is added.
+    auto policy_only = std::make_shared<std::vector<const CLI::Option*>>();
+    auto fifo_only = std::make_shared<std::vector<const CLI::Option*>>();
+    const auto for_policy = [&policy_only](CLI::Option* o) {
+        policy_only->push_back(o);
+        return o;
+    };
+    const auto for_fifo = [&fifo_only](CLI::Option* o) {
+        fifo_only->push_back(o);
+        return o;
+    };
     CLI::App* cmd = app.add_subcommand(
         "run",
         "Forward packets between DPDK ports.\n"
@@ -227,42 +230,46 @@ void add_run_command(CLI::App& app, int& exit_code) {
         "--vdev=net_pcap1,tx_pcap=out.pcap");
     cmd->add_option("-c,--policy", args->policy_path, "Policy file (see conf/README.md)")
         ->check(CLI::ExistingFile);
-    cmd->add_option("--stop-mode", args->stop_mode,
-                    "On SIGINT/SIGTERM (-c): 'drain' queued packets (up to --drain-timeout) or "
-                    "'drop' them (counted)")
-        ->check(CLI::IsMember({"drain", "drop"}))
-        ->capture_default_str();
-    cmd->add_option("--drain-timeout", args->drain_timeout_ms, "Drain limit in ms (-c)")
-        ->capture_default_str();
-    cmd->add_option("--duration", args->duration_s, "Stop after this many seconds (-c; 0: never)")
-        ->check(CLI::NonNegativeNumber);
-    cmd->add_option("--stats-interval", args->stats_interval_s,
-                    "Log rx/tx rates every this many seconds (-c; 0: off)")
-        ->check(CLI::NonNegativeNumber);
-    cmd->add_option("--lane-ring-slots", args->lane_ring_slots,
-                    "Slots per (egress port, class) ring between RX and scheduler (-c)")
-        ->check(CLI::Range(64u, 1u << 20))
-        ->capture_default_str();
-    CLI::Option* pace =
+    for_policy(
+        cmd->add_option("--stop-mode", args->stop_mode,
+                        "On SIGINT/SIGTERM (-c): 'drain' queued packets (up to --drain-timeout) or "
+                        "'drop' them (counted)")
+            ->check(CLI::IsMember({"drain", "drop"}))
+            ->capture_default_str());
+    for_policy(cmd->add_option("--drain-timeout", args->drain_timeout_ms, "Drain limit in ms (-c)")
+                   ->capture_default_str());
+    for_policy(cmd->add_option("--duration", args->duration_s,
+                               "Stop after this many seconds (-c; 0: never)")
+                   ->check(CLI::NonNegativeNumber));
+    for_policy(cmd->add_option("--stats-interval", args->stats_interval_s,
+                               "Log rx/tx rates every this many seconds (-c; 0: off)")
+                   ->check(CLI::NonNegativeNumber));
+    for_policy(cmd->add_option("--lane-ring-slots", args->lane_ring_slots,
+                               "Slots per (egress port, class) ring between RX and scheduler (-c)")
+                   ->check(CLI::Range(64u, 1u << 20))
+                   ->capture_default_str());
+    CLI::Option* pace = for_policy(
         cmd->add_option("--pace-input", args->pace_input,
                         "Hand each input frame over at its capture timing, serialised at this "
                         "link rate (e.g. 25G), and time it from its arrival on that link (-c; "
-                        "net_pcap inputs)");
-    cmd->add_flag("--preload-input", args->preload_input,
-                  "With --pace-input: read each capture into the mbuf pool before the run, so "
-                  "the lcore does not read files during it (-c; needs memory for the whole "
-                  "capture); several ports' captures then share one clock")
-        ->needs(pace);
-    cmd->add_option("--in", args->in_port,
-                    "Input port by DPDK device name (without -c; default: first port)");
-    cmd->add_option("--out", args->out_port,
-                    "Output port by DPDK device name (without -c; default: second port)");
-    cmd->add_option("--fifo-packets", args->fifo_packets, "FIFO limit in packets (without -c)")
-        ->check(CLI::Range(1u, 1u << 20))
-        ->capture_default_str();
-    cmd->add_option("--mbufs", args->mbufs, "Mbufs in the packet pool (without -c)")
-        ->check(CLI::Range(1023u, 1u << 24))
-        ->capture_default_str();
+                        "net_pcap inputs)"));
+    for_policy(
+        cmd->add_flag("--preload-input", args->preload_input,
+                      "With --pace-input: read each capture into the mbuf pool before the run, so "
+                      "the lcore does not read files during it (-c; needs memory for the whole "
+                      "capture); several ports' captures then share one clock")
+            ->needs(pace));
+    for_fifo(cmd->add_option("--in", args->in_port,
+                             "Input port by DPDK device name (without -c; default: first port)"));
+    for_fifo(cmd->add_option("--out", args->out_port,
+                             "Output port by DPDK device name (without -c; default: second port)"));
+    for_fifo(
+        cmd->add_option("--fifo-packets", args->fifo_packets, "FIFO limit in packets (without -c)")
+            ->check(CLI::Range(1u, 1u << 20))
+            ->capture_default_str());
+    for_fifo(cmd->add_option("--mbufs", args->mbufs, "Mbufs in the packet pool (without -c)")
+                 ->check(CLI::Range(1023u, 1u << 24))
+                 ->capture_default_str());
     cmd->add_option("--idle-exit", args->idle_exit,
                     "Stop after this many ms without input: a number (0: never), 'never', or "
                     "'auto' (200 ms for a pcap input, else never)")
@@ -275,27 +282,28 @@ void add_run_command(CLI::App& app, int& exit_code) {
             "MS|never|auto"))
         ->capture_default_str();
     cmd->add_flag("--json", args->json, "Print final counters as one JSON object");
-    cmd->add_option("--control-socket", args->control_socket,
-                    "Control socket path instead of the policy's control.socket (-c)")
-        ->check([](const std::string& path) {
-            return path.size() > 1 && path.front() == '/' && path.size() < 108
-                       ? std::string()
-                       : std::string("an absolute path shorter than 108 bytes");
-        });
-    cmd->add_flag("--no-control", args->no_control, "No control socket (-c)");
-    cmd->add_flag("--watch-policy", args->watch_policy,
-                  "Apply the policy file when it changes on disk (-c; SIGHUP always reloads it)");
-    cmd->add_option("--metrics-port", args->metrics_port,
-                    "Metrics HTTP port instead of the policy's metrics.port; 0: off (-c)")
-        ->check(CLI::Range(0, 65535));
+    for_policy(cmd->add_option("--control-socket", args->control_socket,
+                               "Control socket path instead of the policy's control.socket (-c)")
+                   ->check([](const std::string& path) {
+                       return path.size() > 1 && path.front() == '/' && path.size() < 108
+                                  ? std::string()
+                                  : std::string("an absolute path shorter than 108 bytes");
+                   }));
+    for_policy(cmd->add_flag("--no-control", args->no_control, "No control socket (-c)"));
+    for_policy(cmd->add_flag(
+        "--watch-policy", args->watch_policy,
+        "Apply the policy file when it changes on disk (-c; SIGHUP always reloads it)"));
+    for_policy(
+        cmd->add_option("--metrics-port", args->metrics_port,
+                        "Metrics HTTP port instead of the policy's metrics.port; 0: off (-c)")
+            ->check(CLI::Range(0, 65535)));
     cmd->add_option("eal_args", args->eal_args, "DPDK EAL arguments, after --");
-    cmd->callback([args, &exit_code, &app, cmd]() {
+    cmd->callback([args, &exit_code, &app, policy_only, fifo_only]() {
         // An option of the other mode would be silently ignored: refuse it, named.
         const bool policy = !args->policy_path.empty();
-        const std::span<const char* const> other_mode =
-            policy ? std::span<const char* const>(kFifoOnly) : kPolicyOnly;
-        for (const char* name : other_mode) {
-            if (cmd->get_option(name)->count() == 0) continue;
+        for (const CLI::Option* option : policy ? *fifo_only : *policy_only) {
+            if (option->count() == 0) continue;
+            const std::string name = option->get_name();
             if (policy)
                 spdlog::error(
                     "{} applies to the FIFO slice (without -c); with a policy, its "
