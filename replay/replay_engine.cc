@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "classifier/dscp_rewrite.h"
+#include "pfc/frame.h"
 #include "replay/fifo_discipline.h"
 #include "replay/rte_sched_discipline.h"
 #include "replay/scheduler_discipline.h"
@@ -284,6 +285,12 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns,
         discipline_.reclassified(r.flow_hash, r.previous_class, r.previous_job, r.class_id,
                                  r.job_id);
         account_moves(arrival_ns);
+    }
+    // A MAC control frame (PFC, PAUSE) in the capture is for the gateway's MAC: consumed,
+    // never forwarded, as the realtime RX takes it out of every burst.
+    if (pfc::is_mac_control(frame, seen)) [[unlikely]] {
+        drop_on_arrival(r, record.wire_length, arrival_ns, "mac_control");
+        return;
     }
     if (r.drop || record.wire_length == 0) {
         // An empty record (a damaged capture) has nothing to send; dropped here rather than by

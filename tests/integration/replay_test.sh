@@ -120,6 +120,41 @@ assert t["rx_packets"] == t["tx_packets"] + sum(t["dropped"].values()) + t["queu
 print(f"PASS: {sys.argv[2]}: 200 malformed of 400 counted by reason {t['malformed_by_reason']}")
 PY
     done
+    # A capture of a lossless fabric holds MAC control frames (PFC, 802.3x PAUSE): they are
+    # the gateway MAC's, consumed and counted (mac_control), never forwarded.
+    python3 - "$WORK/mac_control.pcap" <<'PY'
+import struct, sys
+def udp(i):
+    eth = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00"
+    ip = bytes([0x45, 0, 0, 60, 0, i, 0, 0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2])
+    return eth + ip + struct.pack("!HHHH", 1000, 2000, 40, 0) + bytes(32)
+control = b"\x01\x80\xc2\x00\x00\x01" + b"\x04" * 6 + b"\x88\x08"
+pfc = control + struct.pack("!HH8H", 0x0101, 0x08, 0, 0, 0, 0xFFFF, 0, 0, 0, 0) + bytes(26)
+pause = control + struct.pack("!HH", 0x0001, 0xFFFF) + bytes(42)
+out = struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)
+for i in range(30):
+    frame = (udp(i), pfc, pause)[i % 3]
+    out += struct.pack("<IIII", 0, 1000 * (i + 1), len(frame), len(frame)) + frame
+open(sys.argv[1], "wb").write(out)
+PY
+    for d in twinlane fifo rte_sched; do
+        "$twinlane" --log-level warn replay -c "$policy" -i "$WORK/mac_control.pcap" \
+            --discipline "$d" --report "$WORK/mc.$d.json" -o "$WORK/mc.$d.pcap" >/dev/null ||
+            fail "$d: replay failed on MAC control frames"
+        python3 - "$WORK/mc.$d.json" "$WORK/mc.$d.pcap" "$d" <<'PY' || fail "$d: MAC control"
+import json, struct, sys
+t = json.load(open(sys.argv[1]))["totals"]
+assert t["rx_packets"] == 30 and t["dropped"].get("mac_control") == 20, t
+assert t["rx_packets"] == t["tx_packets"] + sum(t["dropped"].values()) + t["queued_at_end"], t
+data, off, types = open(sys.argv[2], "rb").read(), 24, []
+while off + 16 <= len(data):
+    caplen = struct.unpack_from("<I", data, off + 8)[0]
+    types.append(data[off + 16 + 12:off + 16 + 14])
+    off += 16 + caplen
+assert types == [b"\x08\x00"] * 10, types
+print(f"PASS: {sys.argv[3]}: 20 MAC control frames of 30 consumed (mac_control), none forwarded")
+PY
+    done
     ;;
 link_rate)
     "$twinlane" gen -o "$WORK/fast.pcap" --seed 12 --duration 3ms --link-rate 100G \
