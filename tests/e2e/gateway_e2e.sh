@@ -338,15 +338,24 @@ twinlane_start() {  # twinlane_start NAME twinlane|fifo MODE: 0 when forwarding
         in_ns $NS_G "$XDP_CONFIG" --wait 5 --forward-foreign-arp-nd veth-gw0 veth-gw1 \
             >"$WORK/$name.xdpcfg" 2>&1 || { cat "$WORK/$name.xdpcfg"; return 1; }
     fi
-    # Reachability through twinlane (ARP included), bounded: 2 s of ping-pong.
-    in_ns $NS_S timeout 6 sockperf server -i $IP_S -p $PROBE_PORT >/dev/null 2>&1 &
-    local sr=$!
-    sleep 0.5
-    in_ns $NS_C timeout 5 sockperf ping-pong -i $IP_S -p $PROBE_PORT -t 2 --mps 100 \
-        >"$WORK/$name.reach" 2>&1
-    ns_kill $NS_S sockperf
-    wait "$sr" 2>/dev/null
-    grep -qE 'Total [1-9][0-9]* observations' "$WORK/$name.reach" || return 1
+    # Reachability through twinlane (ARP included), bounded: 2 s of ping-pong, up to three
+    # tries (a first message lost while ARP resolves, or a server slow to start on a busy
+    # machine, leaves sockperf waiting until its timeout).
+    local settle reached=0
+    for settle in 0.5 1 2; do
+        in_ns $NS_S timeout 8 sockperf server -i $IP_S -p $PROBE_PORT >/dev/null 2>&1 &
+        local sr=$!
+        sleep "$settle"
+        in_ns $NS_C timeout 5 sockperf ping-pong -i $IP_S -p $PROBE_PORT -t 2 --mps 100 \
+            >"$WORK/$name.reach" 2>&1
+        ns_kill $NS_S sockperf
+        wait "$sr" 2>/dev/null
+        if grep -qE 'Total [1-9][0-9]* observations' "$WORK/$name.reach"; then
+            reached=1
+            break
+        fi
+    done
+    [ "$reached" = 1 ] || return 1
     TL_KERNEL_START=$(cpu_kernel_ms "$TL_CPU")
     TL_STARTED_AT=$(date +%s%N)
 }
@@ -413,11 +422,14 @@ for setup in $ONLY; do
         fi
         if ! twinlane_start "$setup" "$kind" "$MODE"; then
             if [ "$MODE" = af_xdp ]; then
-                echo "note: AF_XDP ports did not forward here: $(grep -m1 -iE 'error|fail' "$WORK/$setup.err")"
+                echo "note: AF_XDP ports did not forward here: $(grep -m1 -iE 'error|fail' \
+                    "$WORK/$setup.err" || echo "no reply through it in 3 tries:" \
+                    "$(tail -1 "$WORK/$setup.reach" 2>/dev/null)")"
                 echo "note: falling back to AF_PACKET ports (net_af_packet)"
                 MODE=af_packet
                 twinlane_start "$setup" "$kind" "$MODE" ||
-                    die "twinlane ($setup) does not forward on AF_PACKET either: $(tail -3 "$WORK/$setup.err")"
+                    die "twinlane ($setup) does not forward on AF_PACKET either: $(tail -3 \
+                        "$WORK/$setup.err"; tail -1 "$WORK/$setup.reach" 2>/dev/null)"
             else
                 die "twinlane ($setup) does not forward: $(tail -3 "$WORK/$setup.err")"
             fi
