@@ -466,31 +466,35 @@ std::string format_comparison(const std::vector<const ReplayReport*>& reports) {
             }
         }
         for (const auto& p : r->pfc()) {
-            std::snprintf(
-                line, sizeof line,
-                "%-10s %-10s priority %d: pauses sent %llu, sender held %.3f ms "
-                "(%llu packets, up to %.1f us later), pauses received %llu, egress "
-                "held %.3f ms, storms %llu\n",
-                r->discipline().c_str(), "pfc", p["priority"].get<int>(),
-                p["pause_frames_sent"].get<unsigned long long>(),
-                p["sender_paused_ms"].get<double>(), p["packets_held"].get<unsigned long long>(),
-                p["max_sender_delay_us"].get<double>(),
-                p["pause_frames_received"].get<unsigned long long>(),
-                p["egress_paused_ms"].get<double>(), p["storms"].get<unsigned long long>());
-            out += line;
-            // Several PFC ingress ports: each one's senders.
+            // One line per priority; with several PFC ingress ports, their senders on a line
+            // each (their times add up to more than the run).
             const nlohmann::json& ingress = p["ingress"];
-            for (size_t k = 0; ingress.size() > 1 && k < ingress.size(); ++k) {
-                const nlohmann::json& in = ingress[k];
+            const auto senders = [&](const nlohmann::json& s) {
                 std::snprintf(line, sizeof line,
-                              "%-10s %-10s priority %d from '%s': pauses sent %llu, sender held "
-                              "%.3f ms (%llu packets, up to %.1f us later)\n",
+                              "pauses sent %llu, sender held %.3f ms (%llu packets, up to %.1f us "
+                              "later)",
+                              s["pause_frames_sent"].get<unsigned long long>(),
+                              s["sender_paused_ms"].get<double>(),
+                              s["packets_held"].get<unsigned long long>(),
+                              s["max_sender_delay_us"].get<double>());
+                return std::string(line);
+            };
+            const std::string own = ingress.size() > 1
+                                        ? std::to_string(ingress.size()) + " PFC ports below"
+                                        : senders(p);
+            std::snprintf(line, sizeof line,
+                          "%-10s %-10s priority %d: %s, pauses received %llu, egress held %.3f "
+                          "ms, storms %llu\n",
+                          r->discipline().c_str(), "pfc", p["priority"].get<int>(), own.c_str(),
+                          p["pause_frames_received"].get<unsigned long long>(),
+                          p["egress_paused_ms"].get<double>(),
+                          p["storms"].get<unsigned long long>());
+            out += line;
+            for (size_t k = 0; ingress.size() > 1 && k < ingress.size(); ++k) {
+                const std::string part = senders(ingress[k]);
+                std::snprintf(line, sizeof line, "%-10s %-10s priority %d from '%s': %s\n",
                               r->discipline().c_str(), "pfc", p["priority"].get<int>(),
-                              in["port"].get<std::string>().c_str(),
-                              in["pause_frames_sent"].get<unsigned long long>(),
-                              in["sender_paused_ms"].get<double>(),
-                              in["packets_held"].get<unsigned long long>(),
-                              in["max_sender_delay_us"].get<double>());
+                              ingress[k]["port"].get<std::string>().c_str(), part.c_str());
                 out += line;
             }
         }
