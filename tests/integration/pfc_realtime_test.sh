@@ -12,6 +12,8 @@
 #             lossless is dropped; the frames read back as Wireshark (tshark) decodes them
 #   watchdog  with the default 50 ms storm detection, the same 102.4 ms pause is a storm: the
 #             priority is released after 50 ms, its packets then dropped (pfc_storm), counted
+#   two ports training from west and north into east: each ingress port's own bytes pause it,
+#             so each writes its own XOFF ... XON; nothing lossless dropped
 #   accounted rx = tx + dropped + queued, MAC control frames counted as consumed, no mbuf leak.
 # Usage: pfc_realtime_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
@@ -176,4 +178,52 @@ assert c["dropped"]["pfc_storm"] > 0, c["dropped"]  # then its packets are dropp
 assert c["dropped"]["lossless_overflow"] == 0, c["dropped"]
 print(f"PASS: watchdog: storm after {east['rx_pause_ms']:.1f} ms, "
       f"{c['dropped']['pfc_storm']} packets dropped as pfc_storm")
+PY
+
+# Two PFC ingress ports into east: west and north each send the same training (1.5 MB, past
+# xoff on its own); each port's bytes are its own account, so each writes its own XOFF and,
+# once east has drained it, XON, and nothing lossless is dropped. (north transmits, for its PFC
+# frames, what south receives: nothing.)
+python3 - <<'PY'
+import struct
+open("empty.pcap", "wb").write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+PY
+cp west_in.pcap north_in.pcap
+policy "{single: 1}"
+python3 - <<'PY'
+import yaml
+p = yaml.safe_load(open("policy.yaml"))
+p["ports"] += [{"name": "north", "device": "net_pcap2,rx_pcap=north_in.pcap,tx_pcap=north_out.pcap",
+                "rate": "10G", "pfc": "software"},
+               {"name": "south", "device": "net_pcap3,rx_pcap=empty.pcap,tx_pcap=south_out.pcap",
+                "rate": "10G"}]
+p["forwarding"] += [{"from": "north", "to": "east"}, {"from": "south", "to": "north"}]
+yaml.safe_dump(p, open("policy.yaml", "w"), sort_keys=False)
+PY
+"$twinlane" check -c policy.yaml >check.txt || fail "two ingress ports: check refused the policy"
+timeout 60 "$twinlane" --log-level warn run --json --no-control --lane-ring-slots 4096 \
+    -c policy.yaml -- "${EAL_BASE[@]}" -l 1 >two.json || fail "two ingress ports: run exited non-zero"
+python3 - two.json west_out.pcap north_out.pcap <<'PY' || fail "two ingress ports"
+import json, struct, sys
+c = json.load(open(sys.argv[1]))
+assert c["rx_packets"] == c["tx_packets"] + sum(c["dropped"].values()) + c["queued"], c
+assert c["mbufs"]["in_use_start"] == c["mbufs"]["in_use_end"], c["mbufs"]
+assert c["dropped"]["lossless_overflow"] == 0, c["dropped"]
+lanes = {k["name"]: k for k in c["classes"]}
+assert lanes["training"]["tx_packets"] == 3000 and lanes["training"]["dropped"] == 0, lanes
+sent = {}
+for port, name in (("west", sys.argv[2]), ("north", sys.argv[3])):
+    data, off, quanta = open(name, "rb").read(), 24, []
+    while off + 16 <= len(data):
+        caplen = struct.unpack_from("<I", data, off + 8)[0]
+        f = data[off + 16:off + 16 + caplen]
+        if f[12:14] == b"\x88\x08":
+            quanta.append(struct.unpack_from("!H", f, 18 + 2 * 3)[0])
+        off += 16 + caplen
+    assert len(quanta) >= 2 and quanta[0] == 0xFFFF and quanta[-1] == 0, (port, quanta)
+    gen = [e for e in c["pfc"] if e["port"] == port and e["priority"] == 3][0]
+    assert gen["tx_pause_frames"] == len(quanta), (port, gen)
+    sent[port] = len(quanta)
+print(f"PASS: two PFC ingress ports: each wrote its own XOFF ... XON (west {sent['west']}, "
+      f"north {sent['north']} frames), 3000 training packets out, none dropped")
 PY
