@@ -210,16 +210,17 @@ void add_run_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<RunArgs>();
     // Options of one mode only: `twinlane run -c POLICY` (the scheduled pipeline) or without it
     // (the FIFO slice between two ports); each is marked where it is added.
-    auto policy_only = std::make_shared<std::vector<const CLI::Option*>>();
-    auto fifo_only = std::make_shared<std::vector<const CLI::Option*>>();
-    const auto for_policy = [&policy_only](CLI::Option* o) {
-        policy_only->push_back(o);
-        return o;
+    using Options = std::vector<const CLI::Option*>;
+    auto policy_only = std::make_shared<Options>();
+    auto fifo_only = std::make_shared<Options>();
+    const auto marker = [](Options& mode) {
+        return [&mode](CLI::Option* o) {
+            mode.push_back(o);
+            return o;
+        };
     };
-    const auto for_fifo = [&fifo_only](CLI::Option* o) {
-        fifo_only->push_back(o);
-        return o;
-    };
+    const auto for_policy = marker(*policy_only);
+    const auto for_fifo = marker(*fifo_only);
     CLI::App* cmd = app.add_subcommand(
         "run",
         "Forward packets between DPDK ports.\n"
