@@ -1,6 +1,7 @@
 // The first forwarding slice: every packet received on one port is sent on another, in
 // arrival order, through a bounded FIFO (no classification, no scheduling). It is the baseline
-// the scheduled pipeline is measured against. Runs on the calling lcore until a stop signal or,
+// the scheduled pipeline is measured against; it reads no header, so MAC control frames pass
+// too (the pipeline consumes them). Runs on the calling lcore until a stop signal or,
 // with `idle_exit_ns`, until the input has been idle that long (end of a pcap file).
 #pragma once
 

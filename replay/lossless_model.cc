@@ -66,25 +66,18 @@ uint8_t LosslessModel::tag(uint8_t class_id, uint16_t port, const uint8_t* frame
                : 0;
 }
 
-bool LosslessModel::holds(const uint8_t* frame, uint32_t readable, uint16_t port,
-                          uint64_t sent_ns) const {
+bool LosslessModel::hold_if_paused(const uint8_t* frame, uint32_t readable, uint32_t wire_length,
+                                   uint16_t port, uint64_t sent_ns) {
     const int i = ingress_of(port);
     if (i < 0) return false;
     const uint8_t p = pfc::packet_priority(frame, readable, options_.dscp_priority);
     if (p == pfc::kNoPriority || !ingress_[i].options.thresholds[p].lossless) return false;
-    const Sender& s = ingress_[i].senders[p];
-    return (s.paused && sent_ns >= s.paused_from_ns) || !s.held.empty();
-}
-
-void LosslessModel::hold(const uint8_t* frame, uint32_t readable, uint32_t wire_length,
-                         uint16_t port, uint64_t sent_ns) {
-    const int i = ingress_of(port);
-    const uint8_t p = pfc::packet_priority(frame, readable, options_.dscp_priority);
-    if (i < 0 || p == pfc::kNoPriority) return;  // not reached: the caller asks holds() first
     Sender& s = ingress_[i].senders[p];
+    if (!(s.paused && sent_ns >= s.paused_from_ns) && s.held.empty()) return false;
     s.held.push_back(
         Held{sent_ns, wire_length, port, std::vector<uint8_t>(frame, frame + readable)});
     ++s.packets_held;
+    return true;
 }
 
 void LosslessModel::enter(uint8_t tag, uint32_t bytes, uint64_t now_ns) {

@@ -86,10 +86,10 @@ class LosslessModel {
     // The account tag of a packet of `class_id` arriving on `port` (0: not counted), for
     // sched::Packet::user; `frame` is what the engine reads of it.
     uint8_t tag(uint8_t class_id, uint16_t port, const uint8_t* frame, uint32_t readable) const;
-    // The sender of this packet on `port` is paused (or has earlier ones held): hold it.
-    bool holds(const uint8_t* frame, uint32_t readable, uint16_t port, uint64_t sent_ns) const;
-    void hold(const uint8_t* frame, uint32_t readable, uint32_t wire_length, uint16_t port,
-              uint64_t sent_ns);
+    // Holds the packet at its sender when that sender on `port` is paused (or has earlier
+    // packets held, which it must not overtake); false: the packet arrives now.
+    bool hold_if_paused(const uint8_t* frame, uint32_t readable, uint32_t wire_length,
+                        uint16_t port, uint64_t sent_ns);
 
     // Bytes of a tagged packet entering and leaving the gateway at `now_ns`; any activity
     // (tag 0) lets the generator refresh its pauses.

@@ -160,9 +160,8 @@ void BasicReplayEngine<D>::offer_at(const PcapRecord& record, uint64_t stamped,
         const auto seen = static_cast<uint32_t>(
             options_.keep_payload ? record.captured.size()
                                   : std::min<size_t>(record.captured.size(), kHeaderBytes));
-        if (lossless_->holds(record.captured.data(), seen, ingress_port, arrival)) {
-            lossless_->hold(record.captured.data(), seen, record.wire_length, ingress_port,
-                            arrival);
+        if (lossless_->hold_if_paused(record.captured.data(), seen, record.wire_length,
+                                      ingress_port, arrival)) {
             last_arrival_ns_ = arrival;
             return;
         }
@@ -275,6 +274,15 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns,
     const auto captured = static_cast<uint32_t>(record.captured.size());
     const uint32_t seen = options_.keep_payload ? captured : std::min(captured, kHeaderBytes);
     const uint8_t* frame = record.captured.data();
+    // A MAC control frame (PFC, PAUSE) in the capture is for the gateway's MAC: consumed before
+    // classification, never forwarded, as the realtime RX takes it out of every burst. The
+    // report charges it to the class of unmatched traffic.
+    if (pfc::is_mac_control(frame, seen)) [[unlikely]] {
+        classifier::Result unmatched;
+        unmatched.class_id = classifier_.config().default_class;
+        drop_on_arrival(unmatched, record.wire_length, arrival_ns, "mac_control");
+        return;
+    }
     const classifier::Result r = classifier_.classify(
         frame, seen, std::max(record.wire_length, seen), ingress_port, arrival_ns);
     if (r.malformed != classifier::MalformedReason::none)
@@ -285,12 +293,6 @@ void BasicReplayEngine<D>::arrive(const PcapRecord& record, uint64_t arrival_ns,
         discipline_.reclassified(r.flow_hash, r.previous_class, r.previous_job, r.class_id,
                                  r.job_id);
         account_moves(arrival_ns);
-    }
-    // A MAC control frame (PFC, PAUSE) in the capture is for the gateway's MAC: consumed,
-    // never forwarded, as the realtime RX takes it out of every burst.
-    if (pfc::is_mac_control(frame, seen)) [[unlikely]] {
-        drop_on_arrival(r, record.wire_length, arrival_ns, "mac_control");
-        return;
     }
     if (r.drop || record.wire_length == 0) {
         // An empty record (a damaged capture) has nothing to send; dropped here rather than by

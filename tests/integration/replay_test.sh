@@ -143,8 +143,11 @@ PY
             fail "$d: replay failed on MAC control frames"
         python3 - "$WORK/mc.$d.json" "$WORK/mc.$d.pcap" "$d" <<'PY' || fail "$d: MAC control"
 import json, struct, sys
-t = json.load(open(sys.argv[1]))["totals"]
+r = json.load(open(sys.argv[1]))
+t = r["totals"]
 assert t["rx_packets"] == 30 and t["dropped"].get("mac_control") == 20, t
+# Consumed before classification, charged to the class of unmatched traffic.
+assert r["classes"]["other"]["drops"] == 20, r["classes"]["other"]
 assert t["rx_packets"] == t["tx_packets"] + sum(t["dropped"].values()) + t["queued_at_end"], t
 data, off, types = open(sys.argv[2], "rb").read(), 24, []
 while off + 16 <= len(data):

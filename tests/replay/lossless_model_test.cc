@@ -63,12 +63,16 @@ TEST(LosslessModel, EachPortsBytesPauseItsOwnSendersOnly) {
     model.enter(north, 8'000, 100);
     model.enter(west, 6'000, 200);
     const uint64_t after_reaction = 200 + 1'000;
-    EXPECT_TRUE(model.holds(training.data(), training.size(), kWest, after_reaction));
-    EXPECT_FALSE(model.holds(training.data(), training.size(), kNorth, after_reaction));
-    EXPECT_FALSE(model.holds(training.data(), training.size(), kLossyPort, after_reaction));
+    auto hold = [&](uint16_t port, uint64_t sent_ns) {
+        return model.hold_if_paused(training.data(), training.size(), 1'000, port, sent_ns);
+    };
     // Before the sender reacts, its packets still come.
-    EXPECT_FALSE(model.holds(training.data(), training.size(), kWest, 1'199));
-    model.hold(training.data(), training.size(), 1'000, kWest, after_reaction);
+    EXPECT_FALSE(hold(kWest, 1'199));
+    EXPECT_FALSE(hold(kNorth, after_reaction));
+    EXPECT_FALSE(hold(kLossyPort, after_reaction));
+    EXPECT_EQ(model.still_held(), 0u);
+    EXPECT_TRUE(hold(kWest, after_reaction));
+    EXPECT_EQ(model.still_held(), 1u);
     EXPECT_EQ(model.next_release_ns(), UINT64_MAX);  // paused: nothing leaves the sender
 
     // West drains to its xon: resumed after the reaction, the held packet comes back on west.
@@ -104,7 +108,7 @@ TEST(LosslessModel, HeldPacketsOfTwoPortsLeaveEachAtItsPortsRate) {
     model.enter(north, 11'000, 0);
     for (const uint16_t port : {kWest, kNorth})
         for (int i = 0; i < 2; ++i)
-            model.hold(training.data(), training.size(), 1'226, port, 2'000);
+            ASSERT_TRUE(model.hold_if_paused(training.data(), training.size(), 1'226, port, 2'000));
     model.leave(west, 11'000, 3'000);
     model.leave(north, 11'000, 3'000);
     // Resumed at 4000: the first of each port leaves then; each port's second follows one
