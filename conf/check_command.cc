@@ -7,6 +7,7 @@
 #include "conf/lossless.h"
 #include "conf/mbuf_demand.h"
 #include "conf/policy.h"
+#include "slo/governor.h"
 
 namespace twinlane::conf {
 namespace {
@@ -76,6 +77,9 @@ int run_check(const std::string& policy_path, std::ostream& out, std::ostream& e
         << policy.classes.size() << " classes, " << policy.classifier.rules.size() << " rules\n";
     print_mempools(policy, out);
     print_lossless(policy, out);
+    for (const CompiledEgress& egress : compiled.egress)
+        for (const std::string& note : slo::targets_within_blocking(egress.slo))
+            out << "note: port '" << policy.ports[egress.port].name << "': slo: " << note << "\n";
     out.flush();
     return 0;
 }

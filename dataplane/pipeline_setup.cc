@@ -20,6 +20,7 @@
 #include "dataplane/port.h"
 #include "dataplane/tsc_clock.h"
 #include "replay/pcap_io.h"
+#include "slo/governor.h"
 
 namespace twinlane::dataplane {
 namespace {
@@ -280,6 +281,8 @@ bool build_egress(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
                 error = "port '" + port.name + "': slo: " + *problem;
                 return false;
             }
+            for (const std::string& note : slo::targets_within_blocking(compiled.slo))
+                spdlog::warn("port '{}': slo: {}", port.name, note);
         }
         task->lane_order = lane_order(compiled);
         task->pacer.set(port.rate_bits_per_sec, port.tx_budget_bytes);

@@ -30,6 +30,7 @@
 #include "replay/rte_sched_discipline.h"
 #include "replay/rte_sched_layout.h"
 #include "replay/scheduler_discipline.h"
+#include "slo/governor.h"
 
 namespace twinlane::dataplane {
 namespace {
@@ -415,6 +416,8 @@ std::unique_ptr<replay::Discipline> make_discipline(const std::string& name, con
         spdlog::error("slo: {}", *problem);
         return nullptr;
     }
+    for (const std::string& note : slo::targets_within_blocking(slo))
+        spdlog::warn("slo: {}", note);
     return d;
 }
 

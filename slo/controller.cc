@@ -79,7 +79,11 @@ Decision Controller::on_window(const WindowMeasurement& m) {
             // target: bursts, not the mean, made it late).
             const uint64_t keep = bytes_per_window(service, kDowngradeUtilisation);
             const uint64_t load = m.bytes_in + m.backlog_bytes;
-            const auto cut = static_cast<uint64_t>(static_cast<double>(m.bytes_in) * kMissCut);
+            const bool own_queue =
+                m.queue_pressed || m.percentile_ns > spec_.target_ns + spec_.blocking_ns;
+            const auto cut = own_queue
+                                 ? static_cast<uint64_t>(static_cast<double>(m.bytes_in) * kMissCut)
+                                 : uint64_t{0};
             const uint64_t excess = std::max(load > keep ? load - keep : 0, cut);
             if (excess != 0) {
                 uint64_t moved = 0;
@@ -144,7 +148,8 @@ Decision Controller::on_window(const WindowMeasurement& m) {
 
 Decision Controller::on_pressure(const Pressure& p) {
     Decision d;
-    if (spec_.target_ns == 0 || p.delay_ns <= guard_ns_) return d;
+    const uint64_t delay_ns = own_delay_ns(p);
+    if (spec_.target_ns == 0 || delay_ns <= guard_ns_) return d;
     met_streak_ = 0;  // the window is at risk: nothing returns on its strength
     if (spec_.adapt_cap && cap_bps_ < spec_.cap_max_bps) {
         set_cap(d, spec_.cap_max_bps, Reason::pressure);
@@ -155,7 +160,7 @@ Decision Controller::on_pressure(const Pressure& p) {
     const bool growing = static_cast<double>(p.arrival_bps) >
                          static_cast<double>(p.service_bps) * kPressureUtilisation;
     // Past the target itself, any flow at least half as heavy as the mean goes.
-    const bool late = p.delay_ns > spec_.target_ns;
+    const bool late = delay_ns > spec_.target_ns;
     const uint64_t heavy = late ? p.mean_flow_bytes / 2 : p.mean_flow_bytes;
     if (spec_.downgrade && !p.flow_downgraded && p.room && p.flow.bytes != 0 &&
         p.flow.bytes >= heavy && (growing || late)) {

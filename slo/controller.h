@@ -53,6 +53,12 @@
 //                           load within its target (its bursts, not its mean, made it late), so
 //                           what stays shrinks multiplicatively per missed window (the MD of
 //                           Aequitas's AIMD on admitted load; returns are the additive part).
+//                           The quarter goes only if the class's own backlog pressed in the
+//                           window or the percentile exceeds the target by more than
+//                           blocking_ns: a miss made by frames of other classes on the wire
+//                           (a 9 KB frame is 72 us at 1G) is not the class's load, and moving
+//                           its flows would only make them later. Pressure from departures
+//                           likewise counts their latency beyond blocking_ns.
 // Flows return once the target has been met for quiet_windows in a row, lightest first, while
 // what stays, plus the load of flows whose return is already decided, plus what returns fits
 // kReturnUtilisation of the cap. A flow's load is what the governor measured it sending per
@@ -115,6 +121,11 @@ struct ControllerSpec {
     bool downgrade = false;
     uint32_t quiet_windows = 1;
     uint32_t max_frame_bytes = 1518;
+    // One largest frame at the link rate: what a packet may wait behind a frame of another
+    // class already on the wire (the link is not preemptive). No action on the class removes
+    // it, so a departure's latency counts for pressure, and a missed window for kMissCut, only
+    // beyond it.
+    uint64_t blocking_ns = 0;
 };
 
 struct WindowMeasurement {
@@ -135,10 +146,14 @@ struct WindowMeasurement {
     uint64_t downgraded_load = 0;          // the load of every flow `downgraded` could list
     uint64_t returning_load = 0;           // the load of flows returning once drained below
                                            // (still sending there): the class's already
+    bool queue_pressed = false;  // the class's own backlog, at an arrival, predicted a delay
+                                 // past the guard in this window
 };
 
 struct Pressure {
     uint64_t delay_ns = 0;  // predicted or measured queueing delay
+    bool measured = false;  // a departure's latency (blocking included), not the class's
+                            // backlog over its service rate
     FlowLoad flow;          // the packet's flow, bytes so far this window
     uint64_t mean_flow_bytes = 0;
     uint64_t arrival_bps = 0;  // what stays in the class arrives at this rate, recently
@@ -194,8 +209,17 @@ class Controller {
     // The tree's cap was set from outside (a policy change): adopt it.
     void reset_cap(uint64_t cap_bps);
 
-    // The delay above which pressure acts (UINT64_MAX without a target).
+    // The delay above which pressure acts (UINT64_MAX without a target), and the measured
+    // latency of a departure above which it does (blocking_ns more).
     uint64_t guard_ns() const { return guard_ns_; }
+    uint64_t departure_guard_ns() const {
+        return guard_ns_ == UINT64_MAX ? UINT64_MAX : guard_ns_ + spec_.blocking_ns;
+    }
+    // The part of a pressure's delay the class's own queue is to blame for.
+    uint64_t own_delay_ns(const Pressure& p) const {
+        if (!p.measured) return p.delay_ns;
+        return p.delay_ns > spec_.blocking_ns ? p.delay_ns - spec_.blocking_ns : 0;
+    }
 
   private:
     uint64_t bytes_per_window(uint64_t bps, double utilisation) const;

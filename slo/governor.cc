@@ -30,7 +30,8 @@ sched::Scheduler::UserStamp lane_stamp(uint8_t lane) {
     return {admission::pack_user(lane, 0), admission::pack_user(0x0F, 0)};
 }
 
-ControllerSpec controller_spec(const SloClassSpec& s, uint32_t max_frame_bytes) {
+ControllerSpec controller_spec(const SloClassSpec& s, uint32_t max_frame_bytes,
+                               uint64_t blocking_ns) {
     ControllerSpec c;
     c.window_ns = s.window_ns;
     c.target_ns = s.has_latency ? s.target_ns : 0;
@@ -41,6 +42,7 @@ ControllerSpec controller_spec(const SloClassSpec& s, uint32_t max_frame_bytes) 
     c.quiet_windows =
         static_cast<uint32_t>(std::max<uint64_t>(1, (s.quiet_ns + s.window_ns - 1) / s.window_ns));
     c.max_frame_bytes = max_frame_bytes;
+    c.blocking_ns = blocking_ns;
     return c;
 }
 
@@ -60,6 +62,22 @@ const char* to_string(EventKind kind) {
             return "restore";
     }
     return "missed";
+}
+
+std::vector<std::string> targets_within_blocking(const SloTreeSpec& tree) {
+    std::vector<std::string> notes;
+    const uint64_t blocking = tree.blocking_ns();
+    for (const SloClassSpec& c : tree.classes) {
+        if (!c.has_latency || c.target_ns > blocking) continue;
+        notes.push_back(c.class_name + ": the " + to_string(c.percentile) + " target " +
+                        us_text(c.target_ns) + " is not above one " +
+                        std::to_string(tree.max_frame_bytes) + "-byte frame at " +
+                        rate_text(tree.link_bps) + "bit/s (" + us_text(blocking) +
+                        "): a packet that arrives behind such a frame of another class waits "
+                        "longer whatever the class's actions; its windows may miss the "
+                        "target, and the controller acts only on the delay beyond it");
+    }
+    return notes;
 }
 
 std::string describe(const SloEvent& e, const SloClassSpec& spec) {
@@ -131,7 +149,8 @@ SloGovernor::SloGovernor(const SloTreeSpec& spec, uint32_t lane_count, GovernorO
     class_of_lane_.fill(-1);
     for (size_t i = 0; i < spec_.classes.size(); ++i) {
         const SloClassSpec& s = spec_.classes[i];
-        auto c = std::make_unique<ClassState>(s, controller_spec(s, spec_.max_frame_bytes));
+        auto c = std::make_unique<ClassState>(
+            s, controller_spec(s, spec_.max_frame_bytes, spec_.blocking_ns()));
         c->lane = admission::lane_of(s.class_id, lane_count_);
         c->index = static_cast<uint8_t>(i);
         c->quantile_ppm = quantile_ppm(s.percentile);
@@ -276,20 +295,22 @@ void SloGovernor::record_departure(int8_t index, uint64_t latency_ns, uint32_t b
             c.max_within_target_ns = std::max(c.max_within_target_ns, latency_ns);
         }
     }
-    if (c.acting && latency_ns > c.controller.guard_ns()) [[unlikely]] {
+    if (c.acting && latency_ns > c.controller.departure_guard_ns()) [[unlikely]] {
         FlowLoad flow{flow_hash, 0, 0};
         // The flow's job and bytes so far from the meter (its arrivals were counted there).
         flow.bytes = c.meter.bytes_of(flow_hash);
         flow.job = c.meter.job_of(flow_hash);
-        press(c, latency_ns, flow, now_ns);
+        press(c, latency_ns, true, flow, now_ns);
     }
 }
 
-void SloGovernor::press(ClassState& c, uint64_t delay_ns, const FlowLoad& flow, uint64_t now_ns) {
+void SloGovernor::press(ClassState& c, uint64_t delay_ns, bool measured, const FlowLoad& flow,
+                        uint64_t now_ns) {
     c.live.pressure_events.add(1);
     roll_tick(c, now_ns);
     Pressure p;
     p.delay_ns = delay_ns;
+    p.measured = measured;
     p.flow = flow;
     p.mean_flow_bytes = c.meter.mean_flow_bytes();
     p.arrival_bps = kept_arrival_bps(c, now_ns);
@@ -297,7 +318,8 @@ void SloGovernor::press(ClassState& c, uint64_t delay_ns, const FlowLoad& flow, 
     p.flow_downgraded = find_override(c, flow.flow_hash) != nullptr;
     p.room = c.override_count < kMaxDowngradedFlows;
     const Decision d = c.controller.on_pressure(p);
-    if (!d.empty()) apply(c, d, now_ns, c.window_start_ns, delay_ns);
+    // The event reports the delay the controller judged: the class's own part.
+    if (!d.empty()) apply(c, d, now_ns, c.window_start_ns, c.controller.own_delay_ns(p));
 }
 
 void SloGovernor::set_cap(ClassState& c, uint64_t cap_bps, uint64_t now_ns) {
@@ -472,6 +494,7 @@ void SloGovernor::close_window(ClassState& c, uint64_t end_ns) {
     // What stays: arrivals of flows downgraded within the window no longer count.
     m.bytes_in = c.bytes_in > c.bytes_in_gone ? c.bytes_in - c.bytes_in_gone : 0;
     m.backlog_bytes = scheduler_ != nullptr ? queued_bytes(c) : 0;
+    m.queue_pressed = c.queue_pressed;
     m.service_bps = c.service_bps;
     const uint32_t heavy = c.meter.heaviest(
         std::span<FlowLoad>(c.heaviest),
@@ -588,6 +611,7 @@ void SloGovernor::close_window(ClassState& c, uint64_t end_ns) {
     c.histogram.clear();
     c.packets = c.over_target = c.max_ns = c.max_within_target_ns = 0;
     c.bytes_out = c.bytes_in = c.bytes_in_gone = c.downgraded_bytes = 0;
+    c.queue_pressed = false;
     c.backlog_at_start = m.backlog_bytes;
     c.meter.start_window();
     c.window_start_ns = end_ns;

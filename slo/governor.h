@@ -91,6 +91,10 @@ struct SloEvent {
 // the p99 target 50.0us)".
 std::string describe(const SloEvent& event, const SloClassSpec& spec);
 
+// A line per class whose latency target is not above SloTreeSpec::blocking_ns(): no action of
+// the class can keep it (the operator is told at check, run and replay).
+std::vector<std::string> targets_within_blocking(const SloTreeSpec& tree);
+
 // Single producer (the owner), single consumer (a logger thread). Full: the event is counted
 // in dropped() instead; the producer never waits.
 class EventRing {
@@ -298,6 +302,7 @@ class SloGovernor {
         uint64_t removed_tick_bytes = 0, removed_previous_tick_bytes = 0;
         bool was_met = true;
         bool have_worst = false;
+        bool queue_pressed = false;  // this window: the backlog predicted a delay past the guard
         SloEvent pressed;  // this window's pressure downgrades so far, logged as one event
         // The tree, as bound.
         uint16_t first_leaf = 0;
@@ -365,7 +370,10 @@ class SloGovernor {
                                                        static_cast<double>(span_ns))
                                : 0;
     }
-    void press(ClassState& c, uint64_t delay_ns, const FlowLoad& flow, uint64_t now_ns);
+    // Pressure: `measured` when delay_ns is a departure's latency, else the class's backlog
+    // over its service rate at an arrival.
+    void press(ClassState& c, uint64_t delay_ns, bool measured, const FlowLoad& flow,
+               uint64_t now_ns);
     void close_windows(uint64_t now_ns);
     void close_window(ClassState& c, uint64_t end_ns);
     void apply(ClassState& c, const Decision& d, uint64_t now_ns, uint64_t window_start_ns,
@@ -420,7 +428,8 @@ void SloGovernor::admit(uint8_t lane, sched::Packet* pkts, uint32_t n, JobOf job
             const uint64_t backlog = run_bytes + queued_bytes(c);
             const uint64_t delay_ns = static_cast<uint64_t>(static_cast<double>(backlog) * 8e9 /
                                                             static_cast<double>(c.service_bps));
-            press(c, delay_ns, FlowLoad{p.flow_hash, job, flow.window_bytes}, now_ns);
+            c.queue_pressed = true;
+            press(c, delay_ns, false, FlowLoad{p.flow_hash, job, flow.window_bytes}, now_ns);
             if (find_override(c, p.flow_hash) != nullptr) {
                 // Its bytes so far, this one included, are in bytes_in_gone now.
                 c.downgraded_bytes += p.length_bytes;

@@ -82,6 +82,14 @@ struct SloTreeSpec {
 
     bool empty() const { return classes.empty(); }
     bool operator==(const SloTreeSpec&) const = default;
+
+    // One largest frame at the link rate: what a packet may wait behind a frame of another
+    // class already on the wire (the link is not preemptive).
+    uint64_t blocking_ns() const {
+        return link_bps == 0 ? 0
+                             : static_cast<uint64_t>(static_cast<double>(max_frame_bytes) * 8e9 /
+                                                     static_cast<double>(link_bps));
+    }
 };
 
 }  // namespace twinlane::slo

@@ -92,6 +92,36 @@ classifier: {heuristics: {default_class: other}}
         << err.str();
 }
 
+// A latency target no action can keep (one jumbo frame on the 1G wire lasts longer) is valid,
+// with a note that says why it will be missed.
+TEST(CheckCommand, ALatencyTargetWithinOneFrameOnTheWireGetsANote) {
+    const std::string path = ::testing::TempDir() + "/check_slo_blocking.yaml";
+    std::ofstream(path) << R"(version: 1
+ports:
+  - {name: a, device: net_null0, rate: 1G, mtu: 9000, tx_budget: 20KB}
+  - {name: b, device: net_null1, rate: 10G, mtu: 9000}
+forwarding: [{from: a, to: b}, {from: b, to: a}]
+classes:
+  - {name: inference, slo: {p99: 50us, window: 1ms}}
+  - other
+scheduler:
+  name: root
+  kind: strict
+  children:
+    - {name: inference, kind: fifo, class: inference}
+    - {name: other, kind: fifo, class: other}
+classifier: {heuristics: {default_class: other}}
+)";
+    std::ostringstream out, err;
+    EXPECT_EQ(run_check(path, out, err), 0) << err.str();
+    // Port a (1G): 9018 bytes take 72.1 us; port b (10G): 7.2 us, below the target.
+    EXPECT_NE(out.str().find("note: port 'a': slo: inference: the p99 target 50.0us is not above "
+                             "one 9018-byte frame at 1.00Gbit/s (72.1us)"),
+              std::string::npos)
+        << out.str();
+    EXPECT_EQ(out.str().find("note: port 'b'"), std::string::npos) << out.str();
+}
+
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     CLI::App app{"twinlane"};
     app.require_subcommand(1);

@@ -193,6 +193,50 @@ TEST(SloController, AMissBelowTheCapStillCutsAQuarterOfWhatStays) {
     EXPECT_GE(static_cast<double>(moved), static_cast<double>(m.bytes_in) * kMissCut);
 }
 
+// A 9 KB frame of another class on a 1G wire (72 us) delays whatever arrives behind it: the
+// class's own actions cannot remove that, so it is not theirs to answer.
+constexpr uint64_t kBlockingNs = 72'000;
+
+TEST(SloController, ADeparturesLatencyCountsForPressureOnlyBeyondOneFrameOnTheWire) {
+    ControllerSpec s = spec();
+    s.blocking_ns = kBlockingNs;
+    Controller c(s, 9 * kG);
+    EXPECT_EQ(c.departure_guard_ns(), kTargetNs / 2 + kBlockingNs);
+    Pressure p = heavy_pressure();
+    p.measured = true;
+    p.delay_ns = kBlockingNs + kTargetNs / 2;  // its own part at the guard: nothing
+    EXPECT_TRUE(c.on_pressure(p).empty());
+    EXPECT_EQ(c.own_delay_ns(p), kTargetNs / 2);
+    p.delay_ns = kBlockingNs + kTargetNs;  // its own part at twice the guard: acts
+    EXPECT_EQ(c.on_pressure(p).downgrade.count, 1u);
+    // The same delay predicted from the class's own backlog is all the class's.
+    Controller fresh(s, 9 * kG);
+    Pressure predicted = heavy_pressure();
+    predicted.delay_ns = kTargetNs / 2 + 1;
+    EXPECT_EQ(fresh.on_pressure(predicted).downgrade.count, 1u);
+}
+
+TEST(SloController, AMissBelowTheCapMadeByFramesOnTheWireMovesNoFlow) {
+    ControllerSpec s = spec();
+    s.blocking_ns = kBlockingNs;
+    std::vector<FlowLoad> heaviest;
+    for (uint32_t f = 0; f < 20; ++f)
+        heaviest.push_back({f + 1, 0, bytes_at(1 * kG) / 20});
+    WindowMeasurement m = missed(1 * kG, 1 * kG, 0);
+    m.service_bps = 9 * kG;
+    m.heaviest = heaviest;
+    m.percentile_ns = kTargetNs + kBlockingNs;  // late by at most one frame on the wire
+    Controller c(s, 9 * kG);
+    EXPECT_EQ(c.on_window(m).downgrade.count, 0u);
+    // Its own backlog pressed in the window: the quarter goes.
+    m.queue_pressed = true;
+    EXPECT_EQ(c.on_window(m).downgrade.count, 5u);
+    // Later than one frame can explain: the quarter goes too.
+    m.queue_pressed = false;
+    m.percentile_ns = kTargetNs + kBlockingNs + 1;
+    EXPECT_EQ(Controller(s, 9 * kG).on_window(m).downgrade.count, 5u);
+}
+
 TEST(SloController, AMissAtTheMaxDowngradesTheHeaviestFlowsUntilTheExcessIsCovered) {
     Controller c(spec(), 9 * kG);
     // 12G arrived on a 9G cap, 50 KB queued: what stays must fit 0.95 x 9G per window.
