@@ -30,8 +30,7 @@ sched::Scheduler::UserStamp lane_stamp(uint8_t lane) {
     return {admission::pack_user(lane, 0), admission::pack_user(0x0F, 0)};
 }
 
-ControllerSpec controller_spec(const SloClassSpec& s, uint32_t max_frame_bytes,
-                               uint64_t blocking_ns) {
+ControllerSpec controller_spec(const SloClassSpec& s, const SloTreeSpec& tree) {
     ControllerSpec c;
     c.window_ns = s.window_ns;
     c.target_ns = s.has_latency ? s.target_ns : 0;
@@ -41,8 +40,8 @@ ControllerSpec controller_spec(const SloClassSpec& s, uint32_t max_frame_bytes,
     c.downgrade = s.downgrade;
     c.quiet_windows =
         static_cast<uint32_t>(std::max<uint64_t>(1, (s.quiet_ns + s.window_ns - 1) / s.window_ns));
-    c.max_frame_bytes = max_frame_bytes;
-    c.blocking_ns = blocking_ns;
+    c.max_frame_bytes = tree.max_frame_bytes;
+    c.blocking_ns = tree.blocking_ns();
     return c;
 }
 
@@ -149,8 +148,7 @@ SloGovernor::SloGovernor(const SloTreeSpec& spec, uint32_t lane_count, GovernorO
     class_of_lane_.fill(-1);
     for (size_t i = 0; i < spec_.classes.size(); ++i) {
         const SloClassSpec& s = spec_.classes[i];
-        auto c = std::make_unique<ClassState>(
-            s, controller_spec(s, spec_.max_frame_bytes, spec_.blocking_ns()));
+        auto c = std::make_unique<ClassState>(s, controller_spec(s, spec_));
         c->lane = admission::lane_of(s.class_id, lane_count_);
         c->index = static_cast<uint8_t>(i);
         c->quantile_ppm = quantile_ppm(s.percentile);
