@@ -255,6 +255,11 @@ void add_slo(Exposition& out, const std::string& class_name, const json& slo) {
     if (cap.is_number())
         out.gauge("twinlane_class_slo_cap_bits_per_second",
                   "The class's shaper rate as the SLO controller set it (adapt_cap).", labels, cap);
+    const json& floor = field(slo, "cap_floor_bits_per_sec");
+    if (floor.is_number())
+        out.gauge("twinlane_class_slo_cap_floor_bits_per_second",
+                  "The cap the controller does not step down to: bursts pressed it (0: none).",
+                  labels, floor);
     out.counter("twinlane_class_slo_cap_changes_total", "Changes of the cap by the controller.",
                 labels, field(slo, "cap_changes"));
     out.gauge("twinlane_class_slo_downgraded_flows", "Flows of the class downgraded now.", labels,

@@ -139,6 +139,7 @@ json slo_stats_to_json(const SloStatsEntry& entry) {
                 {"returned_bytes", st.returned_bytes},
                 {"pressure_events", st.pressure_events}};
     out["cap_bits_per_sec"] = spec.adapt_cap ? json(st.cap_bps) : json(nullptr);
+    out["cap_floor_bits_per_sec"] = spec.adapt_cap ? json(st.cap_floor_bps) : json(nullptr);
     return out;
 }
 

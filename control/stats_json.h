@@ -42,8 +42,9 @@ using SloReader = std::function<std::vector<SloStatsEntry>(size_t class_index)>;
 //  "downgrade_to"}, "windows_met", "windows_missed", "windows_idle", "attainment",
 //  "last_window": {"start_ns", "percentile_ns", "packets", "met"}, "worst_window": {"start_ns",
 //  "percentile_ns"}, "share_windows_met", "share_windows_missed", "cap_bits_per_sec",
-//  "cap_changes", "downgraded_flows", "downgrades", "returns", "downgraded_packets",
-//  "downgraded_bytes", "returned_packets", "returned_bytes", "pressure_events"}
+//  "cap_floor_bits_per_sec" (0: none), "cap_changes", "downgraded_flows", "downgrades", "returns",
+//  "downgraded_packets", "downgraded_bytes", "returned_packets", "returned_bytes",
+//  "pressure_events"}
 nlohmann::json slo_stats_to_json(const SloStatsEntry& entry);
 // A class's latency through the realtime pipeline (RX burst -> accepted by tx_burst, summed
 // over its lcores and egress ports; percentiles from dataplane/pipeline_counters.h's buckets).

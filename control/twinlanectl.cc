@@ -56,6 +56,15 @@ std::string rate_text(double bits_per_sec) {
     return text;
 }
 
+// An SLO's cap, with the floor its controller keeps under it when there is one.
+std::string cap_text(const json& cap, const json& floor) {
+    if (!cap.is_number()) return "-";
+    std::string text = rate_text(static_cast<double>(cap.get<uint64_t>()));
+    if (floor.is_number() && floor.get<uint64_t>() != 0)
+        text += " (floor " + rate_text(static_cast<double>(floor.get<uint64_t>())) + ")";
+    return text;
+}
+
 std::string micros_text(double ns) {
     char text[32];
     std::snprintf(text, sizeof text, "%.1f", ns / 1000.0);
@@ -215,7 +224,9 @@ void print_slos(std::ostream& out, const json& classes) {
                  actions, std::to_string(met) + "/" + std::to_string(missed), attainment, last_text,
                  worst.is_object() ? micros_text(static_cast<double>(u64(worst, "percentile_ns")))
                                    : "-",
-                 cap.is_number() ? rate_text(static_cast<double>(cap.get<uint64_t>())) : "-",
+                 cap_text(cap, slo.contains("cap_floor_bits_per_sec")
+                                   ? slo["cap_floor_bits_per_sec"]
+                                   : json()),
                  std::to_string(u64(slo, "cap_changes")),
                  std::to_string(u64(slo, "downgraded_flows")) + " (" +
                      std::to_string(u64(slo, "downgrades")) + ")",

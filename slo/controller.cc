@@ -32,6 +32,8 @@ Controller::Controller(const ControllerSpec& spec, uint64_t cap_bps) : spec_(spe
 void Controller::reset_cap(uint64_t cap_bps) {
     cap_bps_ =
         spec_.adapt_cap ? std::clamp(cap_bps, spec_.cap_min_bps, spec_.cap_max_bps) : cap_bps;
+    raised_from_bps_ = 0;
+    floor_bps_ = 0;
 }
 
 uint64_t Controller::bytes_per_window(uint64_t bps, double utilisation) const {
@@ -46,6 +48,37 @@ void Controller::set_cap(Decision& d, uint64_t cap, Reason reason) {
     d.cap_reason = reason;
 }
 
+void Controller::raise_cap(Decision& d, uint64_t cap, Reason reason) {
+    raised_from_bps_ = cap_bps_;
+    raised_windows_ = 0;
+    set_cap(d, cap, reason);
+}
+
+uint64_t Controller::step_bps() const {
+    return std::max<uint64_t>(1, (spec_.cap_max_bps - spec_.cap_min_bps) / kDecreaseSteps);
+}
+
+void Controller::update_floor(const WindowMeasurement& m) {
+    if (raised_from_bps_ != 0) {
+        // Two windows, the raise's and the next: a surge that began late in the first shows
+        // in the second.
+        const uint64_t load = m.bytes_in + m.downgraded_bytes;
+        if (load > bytes_per_window(raised_from_bps_, kDecreaseUtilisation)) {
+            raised_from_bps_ = 0;
+        } else if (++raised_windows_ == 2) {
+            if (raised_from_bps_ > floor_bps_) {
+                floor_bps_ = raised_from_bps_;
+                floor_age_ = 0;
+            }
+            raised_from_bps_ = 0;
+        }
+        return;
+    }
+    if (floor_bps_ == 0 || ++floor_age_ < kFloorWindows) return;
+    floor_age_ = 0;
+    floor_bps_ = floor_bps_ - spec_.cap_min_bps >= step_bps() ? floor_bps_ - step_bps() : 0;
+}
+
 void Controller::downgraded() {
     if (windows_since_return_ < spec_.quiet_windows && return_backoff_ < kMaxReturnBackoff)
         ++return_backoff_;
@@ -56,6 +89,7 @@ Decision Controller::on_window(const WindowMeasurement& m) {
     Decision d;
     if (spec_.target_ns == 0) return d;
     if (windows_since_return_ != UINT32_MAX) ++windows_since_return_;
+    if (spec_.adapt_cap) update_floor(m);
     if (m.downgraded_count == 0 && m.downgraded.empty()) return_backoff_ = 0;
     const uint64_t service = m.service_bps != 0 ? m.service_bps : cap_bps_;
     const bool at_max = !spec_.adapt_cap || cap_bps_ >= spec_.cap_max_bps;
@@ -69,8 +103,8 @@ Decision Controller::on_window(const WindowMeasurement& m) {
                 static_cast<double>(m.bytes_in) * 8e9 / static_cast<double>(spec_.window_ns);
             const auto needed = static_cast<uint64_t>(arrived_bps / kDowngradeUtilisation);
             const uint64_t doubled = cap_bps_ * kIncreaseFactor;
-            set_cap(d, std::min(spec_.cap_max_bps, std::max(doubled, needed)),
-                    Reason::missed_cap_binding);
+            raise_cap(d, std::min(spec_.cap_max_bps, std::max(doubled, needed)),
+                      Reason::missed_cap_binding);
             return d;
         }
         if (spec_.downgrade && at_max) {
@@ -134,13 +168,12 @@ Decision Controller::on_window(const WindowMeasurement& m) {
     const auto comfort =
         static_cast<uint64_t>(static_cast<double>(spec_.target_ns) * kComfortFraction);
     if (spec_.adapt_cap && cap_bps_ > spec_.cap_min_bps && m.percentile_ns <= comfort) {
-        const uint64_t step =
-            std::max<uint64_t>(1, (spec_.cap_max_bps - spec_.cap_min_bps) / kDecreaseSteps);
-        const uint64_t lower =
-            cap_bps_ - spec_.cap_min_bps > step ? cap_bps_ - step : spec_.cap_min_bps;
+        const uint64_t step = step_bps();
+        uint64_t lower = cap_bps_ - spec_.cap_min_bps > step ? cap_bps_ - step : spec_.cap_min_bps;
+        if (floor_bps_ != 0) lower = std::max(lower, std::min(floor_bps_ + step, cap_bps_));
         // Downgraded flows that still send could come back: their load must fit too.
         const uint64_t load = m.bytes_out + (m.downgraded_active != 0 ? m.downgraded_bytes : 0);
-        if (load <= bytes_per_window(lower, kDecreaseUtilisation))
+        if (lower < cap_bps_ && load <= bytes_per_window(lower, kDecreaseUtilisation))
             set_cap(d, lower, Reason::comfortable);
     }
     return d;
@@ -152,7 +185,7 @@ Decision Controller::on_pressure(const Pressure& p) {
     if (spec_.target_ns == 0 || delay_ns <= guard_ns_) return d;
     met_streak_ = 0;  // the window is at risk: nothing returns on its strength
     if (spec_.adapt_cap && cap_bps_ < spec_.cap_max_bps) {
-        set_cap(d, spec_.cap_max_bps, Reason::pressure);
+        raise_cap(d, spec_.cap_max_bps, Reason::pressure);
         return d;
     }
     // A queue past the target, or one still growing: what stays arrives faster than

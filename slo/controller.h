@@ -30,7 +30,17 @@
 //                           send (their load could come back), stays under kDecreaseUtilisation
 //                           of the lower cap (it would not bind: no oscillation on a constant
 //                           load);
-//   kComfortFraction 1/2    "comfortably met": the percentile at most half the target.
+//   kComfortFraction 1/2    "comfortably met": the percentile at most half the target;
+//   kFloorWindows 64        a cap that pressure raised although the class's load fitted it
+//                           (arrivals, downgraded ones included, within kDecreaseUtilisation
+//                           of it in the raise's window and the next: bursts pressed, not the
+//                           mean) becomes a floor: the cap steps down to one step above it, no
+//                           lower, and the floor drops a step every 64 windows, so the cap
+//                           tries a value that proved too low at most that often. Without it a
+//                           bursty class whose mean fits the min cap cycles min -> max -> 8
+//                           steps down -> pressed again, and every change is logged. A raise
+//                           where the load did not fit (a surge) leaves no floor: afterwards
+//                           the cap goes back to its min in 8 steps.
 // Downgrade (Aequitas's idea: send the excess of a latency class to a lower class), only with
 // the cap at its max (or without adapt_cap):
 //   pressure (a packet at more than kGuardFraction of the target) downgrades the pressing
@@ -111,6 +121,7 @@ inline constexpr double kBindingUtilisation = 0.90;
 inline constexpr uint32_t kMaxFlowsPerDecision = 512;
 // Returns wait at most quiet_windows << kMaxReturnBackoff (2 ms quiet: 32 windows).
 inline constexpr uint32_t kMaxReturnBackoff = 4;
+inline constexpr uint32_t kFloorWindows = 64;
 
 struct ControllerSpec {
     uint64_t window_ns = 0;
@@ -206,6 +217,8 @@ class Controller {
     // Returns of flows that sent wait quiet_windows << return_backoff() met windows.
     uint32_t return_backoff() const { return return_backoff_; }
     const ControllerSpec& spec() const { return spec_; }
+    // A cap pressure proved too low for the class's bursts (0: none); see kFloorWindows.
+    uint64_t cap_floor_bps() const { return floor_bps_; }
     // The tree's cap was set from outside (a policy change): adopt it.
     void reset_cap(uint64_t cap_bps);
 
@@ -224,6 +237,11 @@ class Controller {
   private:
     uint64_t bytes_per_window(uint64_t bps, double utilisation) const;
     void set_cap(Decision& d, uint64_t cap, Reason reason);
+    // A raise from the cap below: a floor if the next window's load fitted it.
+    void raise_cap(Decision& d, uint64_t cap, Reason reason);
+    // At a window's close: confirm a pending floor, or age the floor a window.
+    void update_floor(const WindowMeasurement& m);
+    uint64_t step_bps() const;
     // A downgrade decided: a return undone within the quiet period backs returns off.
     void downgraded();
 
@@ -233,6 +251,10 @@ class Controller {
     uint32_t met_streak_ = 0;
     uint32_t return_backoff_ = 0;
     uint32_t windows_since_return_ = UINT32_MAX;
+    uint64_t raised_from_bps_ = 0;  // the cap before a raise, until it is judged a floor
+    uint32_t raised_windows_ = 0;   // windows closed since, whose load fitted it
+    uint64_t floor_bps_ = 0;
+    uint32_t floor_age_ = 0;  // windows since the floor was set or last dropped
 };
 
 }  // namespace twinlane::slo

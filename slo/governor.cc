@@ -588,6 +588,7 @@ void SloGovernor::close_window(ClassState& c, uint64_t end_ns) {
     if (c.acting) {
         const Decision d = c.controller.on_window(m);
         if (!d.empty()) apply(c, d, end_ns, c.window_start_ns, m.percentile_ns);
+        live.cap_floor_bps.set(c.controller.cap_floor_bps());
     }
     if (options_.keep_windows) {
         WindowRecord r;
@@ -668,6 +669,7 @@ SloClassStats SloGovernor::stats(size_t class_index) const {
     s.share_windows_missed = l.share_windows_missed.read();
     s.cap_bps = l.cap_bps.read();
     s.cap_changes = l.cap_changes.read();
+    s.cap_floor_bps = l.cap_floor_bps.read();
     s.downgraded_flows = l.downgraded_flows.read();
     s.downgrades = l.downgrades.read();
     s.returns = l.returns.read();

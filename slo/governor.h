@@ -131,7 +131,7 @@ struct LiveSloCounters {
     RelaxedCounter last_window_start_ns, last_percentile_ns, last_packets, last_met;
     RelaxedCounter worst_window_start_ns, worst_percentile_ns;
     RelaxedCounter share_windows_met, share_windows_missed;  // min_share floor
-    RelaxedCounter cap_bps, cap_changes;
+    RelaxedCounter cap_bps, cap_changes, cap_floor_bps;
     RelaxedCounter downgraded_flows;                      // now
     RelaxedCounter downgrades, returns;                   // flows moved down / back, since start
     RelaxedCounter downgraded_packets, downgraded_bytes;  // placed or moved into the lower class

@@ -14,6 +14,7 @@ struct SloClassStats {
     uint64_t worst_window_start_ns = 0, worst_percentile_ns = 0;
     uint64_t share_windows_met = 0, share_windows_missed = 0;
     uint64_t cap_bps = 0, cap_changes = 0;
+    uint64_t cap_floor_bps = 0;  // the controller's floor under the cap (0: none)
     uint64_t downgraded_flows = 0, downgrades = 0, returns = 0;
     uint64_t downgraded_packets = 0, downgraded_bytes = 0;
     uint64_t returned_packets = 0, returned_bytes = 0;

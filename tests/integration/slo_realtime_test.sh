@@ -70,6 +70,8 @@ assert slo["objective"]["percentile"] == "p99" and slo["objective"]["target_ns"]
 assert slo["objective"]["actions"] == ["adapt_cap", "downgrade"], slo
 assert slo["cap_changes"] >= 1 and slo["windows_missed"] >= 1, slo
 assert 300_000_000 <= slo["cap_bits_per_sec"] <= 900_000_000, slo
+assert slo["cap_floor_bits_per_sec"] == 0 or \
+    300_000_000 <= slo["cap_floor_bits_per_sec"] < slo["cap_bits_per_sec"], slo
 assert slo["downgrades"] >= 1 and slo["downgraded_bytes"] > 0, slo
 print(f"inference SLO: {slo['windows_missed']} windows missed, cap changed {slo['cap_changes']}x,"
       f" {slo['downgrades']} flows downgraded")
@@ -78,6 +80,7 @@ python3 - "$metrics_port" <<'PY' || fail "metrics"
 import re, sys, urllib.request
 text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=30).read().decode()
 for family in ("twinlane_class_slo_windows_total", "twinlane_class_slo_cap_bits_per_second",
+               "twinlane_class_slo_cap_floor_bits_per_second",
                "twinlane_class_slo_target_seconds", "twinlane_class_slo_downgraded_bytes_total"):
     assert f"# TYPE {family} " in text, family
 m = re.search(r'^twinlane_class_slo_cap_changes_total\{class="inference",port="out"\} (\d+)$',

@@ -131,6 +131,83 @@ TEST(SloController, TheCapDoesNotStepBelowWhatTheClassUses) {
     EXPECT_GT(c.cap_bps(), 6 * kG);
 }
 
+// Pressure within a window at twice the target, on a class whose flows are light: it can only
+// raise the cap.
+Pressure burst_pressure() {
+    Pressure p;
+    p.delay_ns = 2 * kTargetNs;
+    p.flow = {1, 0, 2'000};
+    p.mean_flow_bytes = 10'000;
+    p.arrival_bps = 1 * kG;
+    p.service_bps = 3 * kG;
+    return p;
+}
+
+TEST(SloController, ABurstyClassWhoseMeanFitsStopsCyclingItsCap) {
+    // 1G on average (within the 3G min cap), in bursts that press any cap below 6G.
+    Controller c(spec(), 3 * kG);
+    int changes = 0, changes_late = 0, pressed_late = 0;
+    for (int w = 0; w < 320; ++w) {
+        if (c.cap_bps() < 6 * kG) {
+            if (w >= 64) ++pressed_late;
+            if (c.on_pressure(burst_pressure()).cap_bps) {
+                ++changes;
+                if (w >= 64) ++changes_late;
+            }
+        }
+        if (c.on_window(met(10'000, 1 * kG)).cap_bps) {
+            ++changes;
+            if (w >= 64) ++changes_late;
+        }
+        EXPECT_GE(c.cap_bps(), 3 * kG);
+    }
+    // Each press lifts the floor a step (3G, 3.75G, 4.5G, 5.25G) until the cap rests at 6G;
+    // then once per kFloorWindows the cap tries a step lower, is pressed, goes to the max and
+    // steps back: at most 2 + (max - floor) / step changes per try. Without the floor the cap
+    // went min -> max -> 8 steps every few windows (384 changes here).
+    EXPECT_LE(changes, 40) << "cap changes over 320 windows";
+    const int tries = (320 - 64) / static_cast<int>(kFloorWindows) + 1;
+    EXPECT_LE(pressed_late, tries);
+    EXPECT_LE(changes_late, tries * (2 + 4));
+    EXPECT_GE(c.cap_floor_bps(), 4 * kG);
+}
+
+TEST(SloController, TheFloorDropsAStepEveryFloorWindowsOnceBurstsStop) {
+    Controller c(spec(), 3 * kG);
+    ASSERT_TRUE(c.on_pressure(burst_pressure()).cap_bps);  // 3G -> 9G
+    const uint64_t step = 6 * kG / kDecreaseSteps;
+    std::vector<std::pair<int, uint64_t>> caps;
+    for (int w = 0; w < 80; ++w) {
+        const Decision d = c.on_window(met(10'000, 1 * kG));
+        if (d.cap_bps) caps.emplace_back(w, *d.cap_bps);
+    }
+    // Judged a floor after two windows whose load fitted 3G: the cap stops a step above it.
+    ASSERT_EQ(caps.size(), kDecreaseSteps);
+    EXPECT_EQ(caps[kDecreaseSteps - 2].second, 3 * kG + step);
+    // The floor (3G, the min) lapses kFloorWindows windows after it was set: the last step.
+    EXPECT_EQ(caps.back().second, 3 * kG);
+    EXPECT_EQ(caps.back().first, static_cast<int>(kFloorWindows) + 1);
+    EXPECT_EQ(c.cap_floor_bps(), 0u);
+}
+
+TEST(SloController, ARaiseUnderASurgeLeavesNoFloor) {
+    // The load above the cap it was raised from, in the raise's window or the next one (a
+    // surge that began late in the first): the cap goes back to its min in 8 steps after it.
+    for (const bool late : {false, true}) {
+        SCOPED_TRACE(late);
+        Controller c(spec(), 3 * kG);
+        ASSERT_TRUE(c.on_pressure(burst_pressure()).cap_bps);
+        if (late) c.on_window(met(30'000, 1 * kG));
+        c.on_window(missed(12 * kG, 9 * kG));
+        EXPECT_EQ(c.cap_floor_bps(), 0u);
+        int steps = 0;
+        for (int w = 0; w < 12; ++w)
+            if (c.on_window(met(10'000, 1 * kG)).cap_bps) ++steps;
+        EXPECT_EQ(steps, static_cast<int>(kDecreaseSteps));
+        EXPECT_EQ(c.cap_bps(), 3 * kG);
+    }
+}
+
 TEST(SloController, PressureGoesStraightToTheMaxThenDowngradesTheHeavyFlow) {
     Controller c(spec(), 3 * kG);
     EXPECT_EQ(c.guard_ns(), kTargetNs / 2);
