@@ -134,10 +134,8 @@ TEST(SloController, TheCapDoesNotStepBelowWhatTheClassUses) {
 // Pressure within a window at twice the target, on a class whose flows are light: it can only
 // raise the cap.
 Pressure burst_pressure() {
-    Pressure p;
-    p.delay_ns = 2 * kTargetNs;
+    Pressure p = heavy_pressure();
     p.flow = {1, 0, 2'000};
-    p.mean_flow_bytes = 10'000;
     p.arrival_bps = 1 * kG;
     p.service_bps = 3 * kG;
     return p;
