@@ -224,6 +224,7 @@ std::optional<std::string> SloGovernor::bind(sched::Scheduler* scheduler,
                                                     static_cast<double>(c.service_bps) / 8e9)
                             : UINT64_MAX;
         c.live.cap_bps.set(c.spec.adapt_cap ? cap : 0);
+        c.live.cap_floor_bps.set(c.controller.cap_floor_bps());
     }
     return std::nullopt;
 }
