@@ -241,6 +241,32 @@ TEST(TwinlanectlBadReply, JsonOfTheWrongShapeIsABadReplyNotACrash) {
     }
 }
 
+TEST(TwinlanectlSloTable, TheCapShowsTheFloorItsControllerKeepsUnderIt) {
+    const std::string slo = R"("objective":{"percentile":"p99","target_ns":50000,)"
+                            R"("window_ns":1000000,"actions":["adapt_cap"]},)"
+                            R"("windows_met":9,"windows_missed":1,"cap_changes":4,)"
+                            R"("downgraded_flows":0,"downgrades":0,"downgraded_bytes":0)";
+    for (const auto& [floor, shown] : std::vector<std::pair<std::string, std::string>>{
+             {"2000000000", "2.50 Gbps (floor 2.00 Gbps)"}, {"0", "2.50 Gbps "}}) {
+        TempDir dir;
+        const std::string socket = dir.path() + "/fake.sock";
+        const std::string reply =
+            R"({"version":1,"id":1,"ok":true,"result":[{"name":"inference","class_id":0,)"
+            R"("slo":[{"port":"out",)" +
+            slo + R"(,"cap_bits_per_sec":2500000000,"cap_floor_bits_per_sec":)" + floor + "}]}]}\n";
+        OneReplyServer server(socket, reply);
+        const std::vector<const char*> argv{"twinlanectl", "-s",    socket.c_str(), "--timeout",
+                                            "2s",          "stats", "classes"};
+        std::ostringstream out, err;
+        EXPECT_EQ(run_twinlanectl(static_cast<int>(argv.size()), argv.data(), out, err), kExitOk)
+            << err.str();
+        EXPECT_NE(out.str().find(shown), std::string::npos) << out.str();
+        if (floor == "0") {
+            EXPECT_EQ(out.str().find("floor"), std::string::npos) << out.str();
+        }
+    }
+}
+
 TEST(TwinlanectlBinary, ExitCodeThreeFromTheInstalledProgram) {
     TempDir dir;
     const std::string command =
