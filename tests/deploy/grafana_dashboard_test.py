@@ -10,7 +10,7 @@
 - every twinlane_ series a query names is one control/README.md documents (names stay in step
   with renames), and the views the issue asks for are there: per-class throughput and link
   share, a latency heatmap and p99 per class, drops by reason, ECN marks, queue depths, port
-  rates, policy epoch and reload events.
+  rates, policy epoch and reload events, SLO attainment and the SLO controller's actions.
 That every query returns data from a real Prometheus is tests/integration/prometheus_test.sh.
 """
 import json
@@ -103,6 +103,10 @@ def main():
     need(has(r"twinlane_policy_epoch", "timeseries"), "no policy epoch panel")
     need(has(r"twinlane_policy_changes_total", "annotation") and
          has(r"twinlane_policy_changes_total", "timeseries"), "no reload events")
+    need(has(r"twinlane_class_slo_windows_total") and
+         has(r"twinlane_class_slo_last_window_latency_seconds"), "no SLO attainment")
+    need(has(r"twinlane_class_slo_cap_bits_per_second") and
+         has(r"twinlane_class_slo_downgraded_flows"), "no SLO actions (cap, downgrades)")
     heatmaps = [p for p in panels if p["type"] == "heatmap"]
     need(all(p.get("repeat") == "class" for p in heatmaps), "the heatmap is not one per class")
 
