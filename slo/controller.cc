@@ -76,7 +76,8 @@ void Controller::update_floor(const WindowMeasurement& m) {
     }
     if (floor_bps_ == 0 || ++floor_age_ < kFloorWindows) return;
     floor_age_ = 0;
-    floor_bps_ = floor_bps_ - spec_.cap_min_bps >= step_bps() ? floor_bps_ - step_bps() : 0;
+    const uint64_t step = step_bps();
+    floor_bps_ = floor_bps_ - spec_.cap_min_bps >= step ? floor_bps_ - step : 0;
 }
 
 void Controller::downgraded() {

@@ -237,7 +237,7 @@ class Controller {
   private:
     uint64_t bytes_per_window(uint64_t bps, double utilisation) const;
     void set_cap(Decision& d, uint64_t cap, Reason reason);
-    // A raise from the cap below: a floor if the next window's load fitted it.
+    // A raise from the cap below: a floor if the load of the raise's window and the next fitted it.
     void raise_cap(Decision& d, uint64_t cap, Reason reason);
     // At a window's close: confirm a pending floor, or age the floor a window.
     void update_floor(const WindowMeasurement& m);
