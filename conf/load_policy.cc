@@ -53,6 +53,10 @@ PolicyResult PolicyLoader::load(std::string_view text) {
             errors_.add(extent.second_document, "",
                         "a second YAML document; a policy file holds one YAML document");
         }
+        if (extent.not_utf8) {
+            errors_.add(extent.not_utf8_at, "", "not UTF-8 text (a policy file is UTF-8)");
+            return PolicyResult{nullptr, errors_.take()};
+        }
         document = YAML::Load(yaml);
     } catch (const YAML::ParserException& e) {
         errors_.add(e.mark, "", "YAML syntax: " + e.msg);

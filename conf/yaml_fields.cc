@@ -73,8 +73,12 @@ class NodeCounter : public YAML::EventHandler {
         count(mark, std::max<size_t>(nodes, 1));
     }
     void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                  const std::string&) override {
+                  const std::string& value) override {
         leaf(mark, anchor);
+        if (!extent_.not_utf8 && !is_utf8(value)) {
+            extent_.not_utf8 = true;
+            extent_.not_utf8_at = mark;
+        }
     }
     void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                          YAML::EmitterStyle::value) override {
@@ -134,6 +138,40 @@ class NodeCounter : public YAML::EventHandler {
 };
 
 }  // namespace
+
+bool is_utf8(std::string_view text) {
+    size_t i = 0;
+    while (i < text.size()) {
+        const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
+        const uint8_t lead = byte(i);
+        if (lead < 0x80) {
+            ++i;
+            continue;
+        }
+        // The sequence's length and the range of its second byte (the first continuation byte
+        // is where overlongs, surrogates and values above U+10FFFF show).
+        size_t length = 0;
+        uint8_t low = 0x80, high = 0xBF;
+        if (lead >= 0xC2 && lead <= 0xDF) {
+            length = 2;
+        } else if (lead >= 0xE0 && lead <= 0xEF) {
+            length = 3;
+            if (lead == 0xE0) low = 0xA0;   // overlong
+            if (lead == 0xED) high = 0x9F;  // surrogates
+        } else if (lead >= 0xF0 && lead <= 0xF4) {
+            length = 4;
+            if (lead == 0xF0) low = 0x90;   // overlong
+            if (lead == 0xF4) high = 0x8F;  // above U+10FFFF
+        } else {
+            return false;  // a continuation byte, an overlong lead (C0, C1) or F5-FF
+        }
+        if (text.size() - i < length || byte(i + 1) < low || byte(i + 1) > high) return false;
+        for (size_t k = 2; k < length; ++k)
+            if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return false;
+        i += length;
+    }
+    return true;
+}
 
 YamlExtent measure_yaml(const std::string& text, size_t max_nodes) {
     std::istringstream input(text);

@@ -58,11 +58,18 @@ struct YamlExtent {
     // YAML::Load reads the first document only and silently drops the rest.
     bool more_documents = false;
     YAML::Mark second_document;  // where the second one starts
+    // A scalar (key or value) that is not UTF-8: bytes of another encoding, which yaml-cpp
+    // takes as they are (it refuses only escapes of no character); names and values end up in
+    // JSON (policy show, stats, reports), which is UTF-8 only.
+    bool not_utf8 = false;
+    YAML::Mark not_utf8_at;  // the first such scalar
 };
 // A policy nests a few levels per tree level (16 at most): 64 leaves room for any real file.
 inline constexpr size_t kMaxYamlDepth = 64;
 // Throws YAML::ParserException on invalid YAML, as YAML::Load does.
 YamlExtent measure_yaml(const std::string& text, size_t max_nodes);
+// Well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points above U+10FFFF).
+bool is_utf8(std::string_view text);
 
 struct Field {
     YAML::Node node;

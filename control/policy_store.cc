@@ -360,6 +360,10 @@ ApiResult PolicyStore::add_rule(std::string_view rule_text) {
         if (extent.more_documents) {
             return ApiResult::failure("the rule text holds more than one YAML document");
         }
+        if (extent.not_utf8) {
+            return ApiResult::failure("the rule holds a value that is not UTF-8 text at line " +
+                                      std::to_string(extent.not_utf8_at.line + 1));
+        }
         rule = yaml_to_json(YAML::Load(yaml), 0);
     } catch (const std::exception& e) {
         return ApiResult::failure(std::string("the rule is not valid YAML/JSON: ") + e.what());

@@ -290,6 +290,31 @@ TEST(PolicyErrors, ASecondYamlDocumentIsRefused) {
     EXPECT_TRUE(parse("---\n" + std::string(kBase) + "...\n").ok());
 }
 
+TEST(PolicyErrors, AValueThatIsNotUtf8IsRefusedWhereItIs) {
+    // Latin-1 bytes, and a surrogate written out in UTF-8's form (CESU-8): yaml-cpp reads both,
+    // and the JSON written from the policy (policy show, stats, reports) could hold neither.
+    for (const std::string_view value : {"\"caf\xe9\"", "caf\xe9", "x\xed\xa0\x80"}) {
+        const PolicyResult result = base_with("log_level: " + std::string(value) + "\n");
+        expect_error(result, "", 13, 12, "not UTF-8 text");
+        EXPECT_EQ(result.errors.size(), 1u) << testing::describe(result);
+    }
+    // UTF-8 passes this check (and is then judged as a log level).
+    expect_error(base_with("log_level: \"caf\xc3\xa9\"\n"), "log_level", 13, 12, "'caf\xc3\xa9'");
+}
+
+TEST(Utf8, WellFormedOnly) {
+    for (const std::string_view good : {"", "abc", "\xc3\xa9", "\xe2\x82\xac", "\xed\x9f\xbf",
+                                        "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"}) {
+        EXPECT_TRUE(is_utf8(good)) << ::testing::PrintToString(good);
+    }
+    for (const std::string_view bad :
+         {"\x80", "\xc3", "\xc3\x28", "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe2\x82",
+          "\xed\xa0\x80", "\xf0\x80\x80\x80", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff",
+          "ok\xe9"}) {
+        EXPECT_FALSE(is_utf8(bad)) << ::testing::PrintToString(bad);
+    }
+}
+
 TEST(YamlExtent, AnAliasCountsAsItsWholeNodeEachTimeItIsUsed) {
     // Root, 3 keys, the anchored list and its 2 items, then 3 nodes per alias: 13 nodes.
     const std::string text = "a: &x [1, 2]\nb: *x\nc: *x\n";

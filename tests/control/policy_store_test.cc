@@ -155,6 +155,17 @@ TEST(PolicyStore, RuleTextExpandingThroughAliasesIsRefusedBeforeItIsExpanded) {
     EXPECT_EQ(store->epoch(), 1u);
 }
 
+TEST(PolicyStore, RuleTextThatIsNotUtf8IsRefused) {
+    // A request's JSON is UTF-8, but the store's own callers pass any bytes; the JSON written
+    // from the policy (policy show) could not hold them.
+    auto store = make_store();
+    const ApiResult result = store->rules_add(
+        "{name: caf\xe9, priority: 5, match: {dst_port: 1}, action: {class: inference}}");
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.error(), "the rule holds a value that is not UTF-8 text at line 1");
+    EXPECT_EQ(store->epoch(), 1u);
+}
+
 TEST(PolicyStore, RuleDelete) {
     auto store = make_store();
     ASSERT_TRUE(store->rules_delete("grpc-serving").ok());
