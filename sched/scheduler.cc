@@ -993,7 +993,8 @@ struct Scheduler::DepartureRun {
 // measured (callgrind, sched_cost): see sched/README.md.
 DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64_t max_bytes,
                                        uint64_t now_ns, DroppedPacket* drops,
-                                       uint32_t drop_capacity, WireCost cost) __restrict__ {
+                                       uint32_t drop_capacity,
+                                       WireCost cost) TWINLANE_RESTRICT_THIS {
     DropSink sink{drops, drop_capacity, 0};
     auto wire = [cost](uint32_t length) -> uint64_t {
         return std::max(length, cost.min_frame_bytes) + uint64_t{cost.overhead_bytes};
