@@ -4,7 +4,7 @@
 #   BUILD_DIR=build-x tools/test.sh      use another build directory
 #   SANITIZE=1 tools/test.sh             also build with -Db_sanitize=address,undefined and test it,
 #                                        and run the cross-thread tests under ThreadSanitizer
-#   FUZZ_SECONDS=60 tools/test.sh        fuzz the classifier longer (default 20 s)
+#   FUZZ_SECONDS=60 tools/test.sh        fuzz longer (default 20 s per harness)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
