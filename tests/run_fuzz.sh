@@ -3,21 +3,22 @@
 #   tests/run_fuzz.sh BUILD_DIR SECONDS [HARNESS...]
 # HARNESS: classify (tests/classifier/fuzz_classify.cc: parse + classify a frame), policy
 # (tests/conf/fuzz_policy.cc: load, compile and write back a policy file), control
-# (tests/control/fuzz_control.cc: control protocol lines dispatched to a running policy); all
-# three by default. Configures BUILD_DIR (once) as a clang build with -Dfuzz=true, builds only
+# (tests/control/fuzz_control.cc: control protocol lines dispatched to a running policy), replay
+# (tests/replay/fuzz_replay.cc: any bytes as a capture, replayed through classifier and
+# scheduler, every packet accounted for); all four by default. Configures BUILD_DIR (once) as a clang build with -Dfuzz=true, builds only
 # the harnesses, seeds each from scratch copies (the checked-in corpora stay read-only), and
 # fuzzes each for SECONDS. Crash inputs land in BUILD_DIR/fuzz-artifacts/.
 set -euo pipefail
 
 if [ "$#" -lt 2 ]; then
-  echo "usage: $0 BUILD_DIR SECONDS [classify|policy|control...]" >&2
+  echo "usage: $0 BUILD_DIR SECONDS [classify|policy|control|replay...]" >&2
   exit 2
 fi
 build_dir=$1
 seconds=$2
 shift 2
 harnesses=("$@")
-[ "${#harnesses[@]}" -gt 0 ] || harnesses=(classify policy control)
+[ "${#harnesses[@]}" -gt 0 ] || harnesses=(classify policy control replay)
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 if [ ! -f "$build_dir/build.ninja" ]; then
   CXX=clang++ CC=clang meson setup "$build_dir" "$source_dir" \
@@ -61,8 +62,17 @@ for harness in "${harnesses[@]}"; do
       cp "$source_dir"/tests/control/fuzz_seeds/* "$work"/
       max_len=4096
       ;;
+    replay)
+      target=tests/replay/fuzz_replay
+      ninja -C "$build_dir" -j2 $target >/dev/null
+      python3 "$source_dir"/tests/replay/make_fuzz_seeds.py "$work"
+      # A capture of a few dozen frames reaches every link type and record path; -timeout: a
+      # capture whose timestamps make replay walk time instead of packets is a finding.
+      extra=(-timeout=10)
+      max_len=16384
+      ;;
     *)
-      echo "run_fuzz: unknown harness '$harness' (classify, policy, control)" >&2
+      echo "run_fuzz: unknown harness '$harness' (classify, policy, control, replay)" >&2
       exit 2
       ;;
   esac

@@ -49,9 +49,8 @@ nlohmann::json checked_reply(const std::string& reply, const std::string_view li
     if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("ok") ||
         !parsed["ok"].is_boolean() || !parsed.contains("id"))
         fail("a reply that is not the protocol's", reply + "to: " + std::string(line));
-    if (!parsed["ok"].get<bool>() &&
-        (!parsed.contains("error") || !parsed["error"].is_string() ||
-         parsed["error"].get<std::string>().empty()))
+    if (!parsed["ok"].get<bool>() && (!parsed.contains("error") || !parsed["error"].is_string() ||
+                                      parsed["error"].get<std::string>().empty()))
         fail("a failure without its reason", reply + "to: " + std::string(line));
     return parsed;
 }
@@ -92,6 +91,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto running = store->current();
     const std::string text = conf::render_yaml(conf::policy_document(*running->policy));
     const conf::PolicyResult again = conf::parse_policy(text, "running.yaml");
-    if (!again.ok()) fail("the running policy's document does not load", again.errors[0].to_string() + "\n" + text);
+    if (!again.ok())
+        fail("the running policy's document does not load",
+             again.errors[0].to_string() + "\n" + text);
     return 0;
 }

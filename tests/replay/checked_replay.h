@@ -1,0 +1,63 @@
+// For the fuzz harnesses: one egress tree of a compiled policy replayed in virtual time as
+// `twinlane replay` sets it up (the policy's classifier, twinlane's scheduler, its SLOs
+// governed), fed by the caller, then checked: every record accounted for (rx = tx + dropped +
+// queued at the end) and the report, with the SLO governor's part, written as JSON. A failed
+// check aborts (libFuzzer reports it). Test-only.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "conf/compile.h"
+#include "replay/replay_engine.h"
+#include "replay/replay_report.h"
+#include "replay/scheduler_discipline.h"
+#include "sched/scheduler.h"
+
+namespace twinlane::replay::testing {
+
+[[noreturn]] inline void fuzz_failure(const char* what, const std::string& detail) {
+    std::fprintf(stderr, "fuzz: %s\n%s\n", what, detail.c_str());
+    std::abort();
+}
+
+// `feed(engine)` offers the records and finishes (or runs a reader, which finishes); a
+// PcapError it throws passes through, unchecked (the input was refused).
+template <class Feed>
+void replay_checked(const conf::CompiledPolicy& policy, const conf::CompiledEgress& egress,
+                    uint64_t link_rate_bps, uint64_t ingress_rate_bps, Feed feed) {
+    // Small flow and fragment tables: zeroing the policy's per input would be most of the
+    // run, and full tables (eviction) are paths worth fuzzing too.
+    classifier::ClassifierConfig classifier_config = policy.classifier;
+    classifier_config.flow_table_capacity = std::min<uint32_t>(classifier_config.flow_table_capacity, 256);
+    classifier_config.fragment_cache_capacity = 16;
+    classifier::Classifier classifier(classifier_config);
+    auto built = sched::Scheduler::build(egress.tree);
+    if (!built.scheduler) fuzz_failure("a compiled tree does not build", built.error->to_string());
+    SchedulerDiscipline discipline(std::move(built.scheduler), egress.leaves);
+    if (auto problem = discipline.govern(egress.slo)) fuzz_failure("the SLOs do not bind", *problem);
+    classifier.set_held_flows(discipline.held_flows());
+
+    const auto& classes = policy.classifier.class_names;
+    ReplayReport report("twinlane", link_rate_bps, classes,
+                        static_cast<uint8_t>(std::min<size_t>(1, classes.size() - 1)), 1'000'000);
+    if (!egress.slo.empty()) report.track_shares_by_class();
+    ReplayOptions options;
+    options.link_rate_bps = link_rate_bps;
+    options.ingress_rate_bps = ingress_rate_bps;
+    options.keep_payload = false;
+    options.max_frame_bytes = egress.tree.max_packet_bytes;
+    BasicReplayEngine<SchedulerDiscipline> engine(options, classifier, discipline, report, nullptr);
+    feed(engine);
+    if (discipline.governor() != nullptr) report.set_slo(SloReport::from(*discipline.governor()));
+
+    if (report.rx_packets() !=
+        report.tx_packets() + report.dropped_packets() + report.queued_at_end()) {
+        fuzz_failure("a packet not accounted for", report.to_json()["totals"].dump());
+    }
+    if (report.to_json().dump().empty()) fuzz_failure("an empty report", "");
+}
+
+}  // namespace twinlane::replay::testing
