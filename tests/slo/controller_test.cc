@@ -1,10 +1,15 @@
 // The SLO controller as a pure function of window measurements and pressure: step responses of
 // the cap, its bounds, the comfort and return bands (hysteresis), downgrade and return of
-// flows, and a constant load driving a simple plant to a fixed point without oscillation.
+// flows, a constant load driving a simple plant to a fixed point without oscillation, and the
+// invariants under random measurements and specs.
 #include "slo/controller.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <set>
 #include <vector>
 
 namespace twinlane::slo {
@@ -615,6 +620,141 @@ TEST(SloController, AConstantLoadSettlesAndThenNothingMoves) {
             EXPECT_EQ(c.cap_bps(), 9 * kG);
         }
     }
+}
+
+// Random specs (bounds from 1 Mbit/s to 800 Gbit/s, min = max, targets from 1 us to 100 ms,
+// every action set) driven by random windows and pressures, the downgraded set kept as the
+// governor keeps it. Whatever comes in: the cap stays in its bounds and moves only with
+// adapt_cap, a floor lies in them, flows go down only with downgrade and with the cap at its
+// max, a flow goes down only if it is not down and comes back only if it is, never twice in one
+// decision, and a class without a target never acts.
+TEST(SloController, RandomMeasurementsKeepEveryInvariant) {
+    std::mt19937_64 rng(20261205);
+    const auto below = [&](uint64_t n) { return n == 0 ? 0 : rng() % n; };
+    const auto rate = [&] { return uint64_t{1'000'000} << below(20); };  // 1M .. 524G
+    uint64_t cap_changes = 0, floors = 0, downgrades = 0, restores = 0;
+    for (int run = 0; run < 300; ++run) {
+        ControllerSpec sp;
+        sp.window_ns = 1'000'000 * (1 + below(10));
+        sp.target_ns = below(8) == 0 ? 0 : 1'000 << below(17);  // 0, 1 us .. 65 ms
+        sp.adapt_cap = below(2) == 0;
+        sp.cap_min_bps = rate();
+        sp.cap_max_bps = below(4) == 0 ? sp.cap_min_bps : sp.cap_min_bps + rate();
+        sp.downgrade = below(2) == 0;
+        sp.quiet_windows = static_cast<uint32_t>(1 + below(8));
+        sp.max_frame_bytes = static_cast<uint32_t>(64 + below(9000));
+        sp.blocking_ns = below(100'000);
+        Controller c(sp, rate());
+        SCOPED_TRACE(::testing::Message()
+                     << "run " << run << ": window " << sp.window_ns << " target " << sp.target_ns
+                     << " adapt " << sp.adapt_cap << " [" << sp.cap_min_bps << ", "
+                     << sp.cap_max_bps << "] downgrade " << sp.downgrade);
+        std::set<uint32_t> down;
+        std::vector<FlowLoad> heaviest, downgraded;
+        for (int step = 0; step < 400; ++step) {
+            const uint64_t cap_before = c.cap_bps();
+            const uint64_t window_bytes = c.cap_bps() / 8 * sp.window_ns / 1'000'000'000;
+            const auto load = [&] { return below(2 * window_bytes / 8 + 2); };
+            Decision d;
+            if (below(3) != 0) {
+                heaviest.clear();
+                downgraded.clear();
+                for (uint32_t f = 1; f <= 64; ++f) {
+                    if (down.count(f) != 0) {
+                        if (downgraded.size() < kMaxFlowsPerDecision)
+                            downgraded.push_back({f, 0, below(3) == 0 ? 0 : load()});
+                    } else if (below(2) == 0) {
+                        heaviest.push_back({f, 0, load()});
+                    }
+                }
+                std::sort(heaviest.begin(), heaviest.end(),
+                          [](const FlowLoad& a, const FlowLoad& b) { return a.bytes > b.bytes; });
+                WindowMeasurement m;
+                m.idle = heaviest.empty();
+                m.met = m.idle || below(2) == 0;
+                m.percentile_ns = m.idle ? 0 : below(4 * sp.target_ns + 2);
+                for (const FlowLoad& f : heaviest)
+                    m.bytes_in += f.bytes;
+                m.bytes_out = std::min(m.bytes_in, window_bytes);
+                m.backlog_bytes = below(2) == 0 ? 0 : below(window_bytes + 1);
+                m.service_bps = c.cap_bps();
+                m.heaviest = heaviest;
+                m.downgraded = downgraded;
+                m.downgraded_count = static_cast<uint32_t>(down.size());
+                m.downgraded_active = static_cast<uint32_t>(below(down.size() + 1));
+                for (const FlowLoad& f : downgraded)
+                    m.downgraded_load += f.bytes;
+                m.downgraded_bytes = below(m.downgraded_load + 1);
+                m.returning_load = below(window_bytes / 4 + 1);
+                m.queue_pressed = below(2) == 0;
+                d = c.on_window(m);
+            } else {
+                Pressure p;
+                p.delay_ns = below(4 * sp.target_ns + 2);
+                p.measured = below(2) == 0;
+                const uint32_t flow = static_cast<uint32_t>(1 + below(64));
+                p.flow = {flow, 0, load()};
+                p.mean_flow_bytes = load();
+                p.arrival_bps = below(2 * c.cap_bps() + 1);
+                p.service_bps = c.cap_bps();
+                p.flow_downgraded = down.count(flow) != 0;
+                p.room = below(8) != 0;
+                d = c.on_pressure(p);
+            }
+
+            if (sp.target_ns == 0) {
+                ASSERT_TRUE(d.empty()) << "step " << step;
+            }
+            if (sp.adapt_cap) {
+                ASSERT_GE(c.cap_bps(), sp.cap_min_bps) << "step " << step;
+                ASSERT_LE(c.cap_bps(), sp.cap_max_bps) << "step " << step;
+                if (d.cap_bps) {
+                    ASSERT_EQ(*d.cap_bps, c.cap_bps()) << "step " << step;
+                    ASSERT_NE(*d.cap_bps, cap_before) << "step " << step;
+                }
+                if (c.cap_floor_bps() != 0) {
+                    ASSERT_GE(c.cap_floor_bps(), sp.cap_min_bps) << "step " << step;
+                    ASSERT_LE(c.cap_floor_bps(), sp.cap_max_bps) << "step " << step;
+                }
+            } else {
+                ASSERT_FALSE(d.cap_bps) << "step " << step;
+                ASSERT_EQ(c.cap_bps(), cap_before) << "step " << step;
+            }
+            if (d.downgrade.count != 0) {
+                ASSERT_TRUE(sp.downgrade) << "step " << step;
+                if (sp.adapt_cap) {
+                    ASSERT_EQ(c.cap_bps(), sp.cap_max_bps) << "step " << step;
+                }
+            }
+            std::set<uint32_t> moved;
+            for (const FlowLoad& f : d.downgrade.view()) {
+                ASSERT_EQ(down.count(f.flow_hash), 0u)
+                    << "step " << step << " flow " << f.flow_hash;
+                ASSERT_TRUE(moved.insert(f.flow_hash).second) << "step " << step;
+            }
+            for (const FlowLoad& f : d.restore.view()) {
+                ASSERT_EQ(down.count(f.flow_hash), 1u)
+                    << "step " << step << " flow " << f.flow_hash;
+                ASSERT_TRUE(moved.insert(f.flow_hash).second) << "step " << step;
+            }
+            for (const FlowLoad& f : d.downgrade.view())
+                down.insert(f.flow_hash);
+            for (const FlowLoad& f : d.restore.view())
+                down.erase(f.flow_hash);
+            cap_changes += d.cap_bps.has_value();
+            floors += c.cap_floor_bps() != 0;
+            downgrades += d.downgrade.count;
+            restores += d.restore.count;
+        }
+    }
+    // Every kind of action was taken, so the checks above judged something.
+    EXPECT_GT(cap_changes, 100u);
+    EXPECT_GT(floors, 100u);
+    EXPECT_GT(downgrades, 100u);
+    EXPECT_GT(restores, 100u);
+    std::printf("cap changes %lu, windows with a floor %lu, downgrades %lu, restores %lu\n",
+                static_cast<unsigned long>(cap_changes), static_cast<unsigned long>(floors),
+                static_cast<unsigned long>(downgrades), static_cast<unsigned long>(restores));
 }
 
 }  // namespace
