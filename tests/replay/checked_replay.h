@@ -31,13 +31,15 @@ void replay_checked(const conf::CompiledPolicy& policy, const conf::CompiledEgre
     // Small flow and fragment tables: zeroing the policy's per input would be most of the
     // run, and full tables (eviction) are paths worth fuzzing too.
     classifier::ClassifierConfig classifier_config = policy.classifier;
-    classifier_config.flow_table_capacity = std::min<uint32_t>(classifier_config.flow_table_capacity, 256);
+    classifier_config.flow_table_capacity =
+        std::min<uint32_t>(classifier_config.flow_table_capacity, 256);
     classifier_config.fragment_cache_capacity = 16;
     classifier::Classifier classifier(classifier_config);
     auto built = sched::Scheduler::build(egress.tree);
     if (!built.scheduler) fuzz_failure("a compiled tree does not build", built.error->to_string());
     SchedulerDiscipline discipline(std::move(built.scheduler), egress.leaves);
-    if (auto problem = discipline.govern(egress.slo)) fuzz_failure("the SLOs do not bind", *problem);
+    if (auto problem = discipline.govern(egress.slo))
+        fuzz_failure("the SLOs do not bind", *problem);
     classifier.set_held_flows(discipline.held_flows());
 
     const auto& classes = policy.classifier.class_names;

@@ -32,7 +32,8 @@ using namespace twinlane;
 using replay::testing::fuzz_failure;
 
 conf::CompiledPolicy compiled(const char* file) {
-    const conf::PolicyResult loaded = conf::load_policy(std::string(TWINLANE_CONF_DIR) + "/" + file);
+    const conf::PolicyResult loaded =
+        conf::load_policy(std::string(TWINLANE_CONF_DIR) + "/" + file);
     if (!loaded.ok()) fuzz_failure("an example policy does not load", loaded.errors[0].to_string());
     conf::CompiledPolicy policy = conf::compile_policy(*loaded.policy);
     if (!policy.ok()) fuzz_failure("an example policy does not compile", policy.errors[0]);
