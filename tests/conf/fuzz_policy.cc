@@ -12,8 +12,6 @@
 // Built with -Dfuzz=true under clang; see tests/conf/run_fuzz.sh.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -21,6 +19,7 @@
 #include "conf/load_policy.h"
 #include "conf/policy_document.h"
 #include "tests/classifier/packet_builder.h"
+#include "tests/fuzz_failure.h"
 #include "tests/replay/checked_replay.h"
 
 namespace {
@@ -28,13 +27,9 @@ namespace {
 using namespace twinlane;
 using namespace twinlane::conf;
 
-using replay::testing::fuzz_failure;
+using twinlane::testing::fuzz_failure;
 
 constexpr uint64_t kMaxTreeBytes = 64 << 20;
-
-void fail(const char* what, const std::string& detail) {
-    fuzz_failure(what, detail);
-}
 
 // 200 frames of every kind the classifier tells apart (a serving port's RPC responses, RoCEv2
 // with DSCP 26, TCP bulk, other UDP, IPv6, a VLAN tag, a fragment), over 20 flows, 100 ns
@@ -106,15 +101,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     const PolicyResult result = parse_policy(text, "fuzz.yaml");
     if (!result.ok()) {
-        if (result.errors.empty()) fail("no policy and no error", "");
+        if (result.errors.empty()) fuzz_failure("no policy and no error", "");
         for (const PolicyError& error : result.errors) {
             if (error.file != "fuzz.yaml" || error.reason.empty())
-                fail("an error without its file or reason", error.to_string());
+                fuzz_failure("an error without its file or reason", error.to_string());
         }
         return 0;
     }
     const CompiledPolicy compiled = compile_policy(*result.policy);
-    if (!compiled.ok()) fail("a policy the loader accepted does not compile", compiled.errors[0]);
+    if (!compiled.ok())
+        fuzz_failure("a policy the loader accepted does not compile", compiled.errors[0]);
     for (const conf::CompiledEgress& egress : compiled.egress) {
         if (sched::Scheduler::memory_bytes(egress.tree) > kMaxTreeBytes) continue;
         replay_trace(compiled, egress, result.policy->ports.at(egress.port).rate_bits_per_sec);
@@ -124,11 +120,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string rendered = render_yaml(document);
     const PolicyResult again = parse_policy(rendered, "rendered.yaml");
     if (!again.ok())
-        fail("the written-back policy does not load",
-             again.errors[0].to_string() + "\n" + rendered);
+        fuzz_failure("the written-back policy does not load",
+                     again.errors[0].to_string() + "\n" + rendered);
     const nlohmann::json document_again = policy_document(*again.policy);
     if (document_again != document)
-        fail("the written-back policy loads as another policy",
-             document.dump(1) + "\n---\n" + document_again.dump(1));
+        fuzz_failure("the written-back policy loads as another policy",
+                     document.dump(1) + "\n---\n" + document_again.dump(1));
     return 0;
 }

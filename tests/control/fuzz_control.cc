@@ -7,8 +7,6 @@
 // Built with -Dfuzz=true under clang; see tests/conf/run_fuzz.sh.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,6 +16,7 @@
 #include "conf/policy_document.h"
 #include "control/policy_store.h"
 #include "control/protocol.h"
+#include "tests/fuzz_failure.h"
 
 #ifndef TWINLANE_CONF_DIR
 #error "TWINLANE_CONF_DIR must name the conf/ directory"
@@ -27,31 +26,28 @@ namespace {
 
 using namespace twinlane;
 
-[[noreturn]] void fail(const char* what, const std::string& detail) {
-    std::fprintf(stderr, "fuzz_control: %s\n%s\n", what, detail.c_str());
-    std::abort();
-}
+using twinlane::testing::fuzz_failure;
 
 std::unique_ptr<control::PolicyStore> fresh_store() {
     static const conf::PolicyResult policy =
         conf::load_policy(std::string(TWINLANE_CONF_DIR) + "/default.yaml");
-    if (!policy.ok()) fail("conf/default.yaml does not load", policy.errors[0].to_string());
+    if (!policy.ok()) fuzz_failure("conf/default.yaml does not load", policy.errors[0].to_string());
     auto created = control::PolicyStore::create(policy.policy);
-    if (!created.store) fail("conf/default.yaml does not compile", created.errors[0]);
+    if (!created.store) fuzz_failure("conf/default.yaml does not compile", created.errors[0]);
     return std::move(created.store);
 }
 
 // The reply to one line, checked for shape; returns it parsed.
 nlohmann::json checked_reply(const std::string& reply, const std::string_view line) {
     if (reply.empty() || reply.back() != '\n' || reply.find('\n') != reply.size() - 1)
-        fail("a reply that is not one line", reply + "\nto: " + std::string(line));
+        fuzz_failure("a reply that is not one line", reply + "\nto: " + std::string(line));
     nlohmann::json parsed = nlohmann::json::parse(reply, nullptr, false);
     if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("ok") ||
         !parsed["ok"].is_boolean() || !parsed.contains("id"))
-        fail("a reply that is not the protocol's", reply + "to: " + std::string(line));
+        fuzz_failure("a reply that is not the protocol's", reply + "to: " + std::string(line));
     if (!parsed["ok"].get<bool>() && (!parsed.contains("error") || !parsed["error"].is_string() ||
                                       parsed["error"].get<std::string>().empty()))
-        fail("a failure without its reason", reply + "to: " + std::string(line));
+        fuzz_failure("a failure without its reason", reply + "to: " + std::string(line));
     return parsed;
 }
 
@@ -76,14 +72,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         } else {
             const auto& request = std::get<control::Request>(parsed);
             if (!request.id.is_null() && !request.id.is_number_integer())
-                fail("a request id that is not an integer or null", std::string(line));
+                fuzz_failure("a request id that is not an integer or null", std::string(line));
             const control::ApiResult result =
                 request.command == "policy.load"
                     ? control::ApiResult::failure("not read by the fuzzer")
                     : control::dispatch(*store, request);
             reply = control::format_reply(request.id, result);
             const nlohmann::json answer = checked_reply(reply, line);
-            if (answer["id"] != request.id) fail("the reply's id is not the request's", reply);
+            if (answer["id"] != request.id)
+                fuzz_failure("the reply's id is not the request's", reply);
         }
         checked_reply(reply, line);
     }
@@ -92,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text = conf::render_yaml(conf::policy_document(*running->policy));
     const conf::PolicyResult again = conf::parse_policy(text, "running.yaml");
     if (!again.ok())
-        fail("the running policy's document does not load",
-             again.errors[0].to_string() + "\n" + text);
+        fuzz_failure("the running policy's document does not load",
+                     again.errors[0].to_string() + "\n" + text);
     return 0;
 }

@@ -6,8 +6,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "conf/compile.h"
@@ -15,13 +13,9 @@
 #include "replay/replay_report.h"
 #include "replay/scheduler_discipline.h"
 #include "sched/scheduler.h"
+#include "tests/fuzz_failure.h"
 
 namespace twinlane::replay::testing {
-
-[[noreturn]] inline void fuzz_failure(const char* what, const std::string& detail) {
-    std::fprintf(stderr, "fuzz: %s\n%s\n", what, detail.c_str());
-    std::abort();
-}
 
 // `feed(engine)` offers the records and finishes (or runs a reader, which finishes); a
 // PcapError it throws passes through, unchecked (the input was refused).
@@ -36,10 +30,11 @@ void replay_checked(const conf::CompiledPolicy& policy, const conf::CompiledEgre
     classifier_config.fragment_cache_capacity = 16;
     classifier::Classifier classifier(classifier_config);
     auto built = sched::Scheduler::build(egress.tree);
-    if (!built.scheduler) fuzz_failure("a compiled tree does not build", built.error->to_string());
+    if (!built.scheduler)
+        twinlane::testing::fuzz_failure("a compiled tree does not build", built.error->to_string());
     SchedulerDiscipline discipline(std::move(built.scheduler), egress.leaves);
     if (auto problem = discipline.govern(egress.slo))
-        fuzz_failure("the SLOs do not bind", *problem);
+        twinlane::testing::fuzz_failure("the SLOs do not bind", *problem);
     classifier.set_held_flows(discipline.held_flows());
 
     const auto& classes = policy.classifier.class_names;
@@ -57,9 +52,10 @@ void replay_checked(const conf::CompiledPolicy& policy, const conf::CompiledEgre
 
     if (report.rx_packets() !=
         report.tx_packets() + report.dropped_packets() + report.queued_at_end()) {
-        fuzz_failure("a packet not accounted for", report.to_json()["totals"].dump());
+        twinlane::testing::fuzz_failure("a packet not accounted for",
+                                        report.to_json()["totals"].dump());
     }
-    if (report.to_json().dump().empty()) fuzz_failure("an empty report", "");
+    if (report.to_json().dump().empty()) twinlane::testing::fuzz_failure("an empty report", "");
 }
 
 }  // namespace twinlane::replay::testing

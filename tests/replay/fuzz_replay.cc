@@ -11,8 +11,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -29,7 +27,7 @@ namespace {
 
 using namespace twinlane;
 
-using replay::testing::fuzz_failure;
+using twinlane::testing::fuzz_failure;
 
 conf::CompiledPolicy compiled(const char* file) {
     const conf::PolicyResult loaded =

@@ -13,18 +13,8 @@ import os
 import struct
 import sys
 
-
-def checksum(data):
-    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
-def ipv4(proto, payload, src, dst, tos=0, flags_frag=0x4000):
-    header = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + len(payload), 1, flags_frag, 64, proto,
-                         0, bytes(src), bytes(dst))
-    return header[:10] + struct.pack("!H", checksum(header)) + header[12:] + payload
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from frames import ipv4  # noqa: E402
 
 
 def ipv6(next_header, payload, src_last, dst_last):
@@ -59,8 +49,9 @@ def burst():
         frames.append((0x0800, ipv4(6, tcp(5201, 40100, 1000 * i, bytes(1400)), a, b), 96))
     frames.append((0x86DD, ipv6(17, udp(8000, 40200, bytes(64)), 1, 2), None))
     frames.append((0x86DD, ipv6(6, tcp(40300, 50051, 7, bytes(32)), 3, 4), None))
-    frames.append((0x0800, ipv4(17, udp(7000, 7001, bytes(200)), a, b, flags_frag=0x2000), None))
-    frames.append((0x0800, ipv4(17, bytes(64), a, b, flags_frag=0x0010), None))
+    first_fragment = ipv4(17, udp(7000, 7001, bytes(200)), a, b, flags_fragment=0x2000)
+    frames.append((0x0800, first_fragment, None))
+    frames.append((0x0800, ipv4(17, bytes(64), a, b, flags_fragment=0x0010), None))
     frames.append((0x0806, bytes.fromhex("0001080006040001") + bytes(20), None))
     return frames
 
