@@ -400,25 +400,19 @@ std::unique_ptr<replay::Discipline> make_discipline(const std::string& name, con
         }
         return d;
     }
-    auto built = sched::Scheduler::build(s.egress().tree);
-    if (!built.scheduler) {
-        spdlog::error("scheduling tree: {}", built.error->to_string());
-        return nullptr;
-    }
-    auto d = std::make_unique<replay::SchedulerDiscipline>(std::move(built.scheduler),
-                                                           s.egress().leaves);
     slo::SloTreeSpec slo = s.egress().slo;
     if (s.slo_measure_only) {
         for (slo::SloClassSpec& c : slo.classes)
             c.adapt_cap = c.downgrade = false;
     }
-    if (auto problem = d->govern(slo)) {
-        spdlog::error("slo: {}", *problem);
+    auto built = replay::SchedulerDiscipline::build(s.egress().tree, s.egress().leaves, slo);
+    if (!built.discipline) {
+        spdlog::error("{}", built.error);
         return nullptr;
     }
     for (const std::string& note : slo::targets_within_blocking(slo))
         spdlog::warn("slo: {}", note);
-    return d;
+    return std::move(built.discipline);
 }
 
 int run(const ReplayArgs& args) {
@@ -579,8 +573,7 @@ int run(const ReplayArgs& args) {
                 return 2;
             }
         }
-        if (report->rx_packets() !=
-            report->tx_packets() + report->dropped_packets() + report->queued_at_end()) {
+        if (!report->accounts_for_every_packet()) {
             spdlog::error("{}: accounting mismatch", name);
             rc = 1;
         }

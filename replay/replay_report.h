@@ -178,6 +178,10 @@ class ReplayReport {
     uint64_t tx_packets() const { return tx_packets_; }
     uint64_t dropped_packets() const;
     uint64_t queued_at_end() const { return queued_at_end_; }
+    // rx = tx + dropped + still queued at the end: every packet accounted for.
+    bool accounts_for_every_packet() const {
+        return rx_packets() == tx_packets() + dropped_packets() + queued_at_end();
+    }
     const std::string& discipline() const { return discipline_; }
     LatencySummary latency(size_t class_id) const;
     // While the class was backlogged: its throughput, and its share of the link capacity that

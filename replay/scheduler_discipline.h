@@ -23,16 +23,22 @@ class SchedulerDiscipline final : public Discipline, private slo::DropHandler {
   public:
     SchedulerDiscipline(std::unique_ptr<sched::Scheduler> scheduler, admission::LeafMap leaves)
         : scheduler_(std::move(scheduler)), leaves_(std::move(leaves)) {}
-    // Measures and enforces `slo` (empty: nothing). An error when the tree lacks what the SLOs
-    // name (a compile bug).
-    std::optional<std::string> govern(const slo::SloTreeSpec& slo) {
-        if (slo.empty()) return std::nullopt;
-        governor_ = std::make_unique<slo::SloGovernor>(
-            slo, lane_count(), slo::GovernorOptions{.keep_windows = true, .keep_events = true});
-        governor_->set_move_sink(&moves_);
-        governor_->set_held_flows(&held_flows_);
-        governor_->set_drop_handler(this);
-        return governor_->bind(scheduler_.get(), &leaves_);
+
+    struct Built {
+        std::unique_ptr<SchedulerDiscipline> discipline;
+        std::string error;  // when `discipline` is null
+    };
+    // One egress tree as `twinlane replay` runs it: its scheduler built from `tree`, `leaves`
+    // admitting into it, `slo` governed. Null, with the reason, when the tree does not build or
+    // the SLOs do not bind to it.
+    static Built build(const sched::TreeSpec& tree, admission::LeafMap leaves,
+                       const slo::SloTreeSpec& slo) {
+        auto built = sched::Scheduler::build(tree);
+        if (!built.scheduler) return {nullptr, "scheduling tree: " + built.error->to_string()};
+        auto discipline =
+            std::make_unique<SchedulerDiscipline>(std::move(built.scheduler), std::move(leaves));
+        if (auto problem = discipline->govern(slo)) return {nullptr, "slo: " + *problem};
+        return {std::move(discipline), {}};
     }
     const slo::SloGovernor* governor() const { return governor_.get(); }
     const classifier::HeldFlows* held_flows() const override { return &held_flows_; }
@@ -84,6 +90,17 @@ class SchedulerDiscipline final : public Discipline, private slo::DropHandler {
     const sched::Scheduler& scheduler() const { return *scheduler_; }
 
   private:
+    // Measures and enforces `slo` (empty: nothing). An error when the tree lacks what the SLOs
+    // name (a compile bug).
+    std::optional<std::string> govern(const slo::SloTreeSpec& slo) {
+        if (slo.empty()) return std::nullopt;
+        governor_ = std::make_unique<slo::SloGovernor>(
+            slo, lane_count(), slo::GovernorOptions{.keep_windows = true, .keep_events = true});
+        governor_->set_move_sink(&moves_);
+        governor_->set_held_flows(&held_flows_);
+        governor_->set_drop_handler(this);
+        return governor_->bind(scheduler_.get(), &leaves_);
+    }
     // An arrival's classification, as the engine offers it (its descriptor, filled by the
     // engine, is admitted as it is: admit_one).
     struct Arrival {

@@ -12,7 +12,6 @@
 #include "replay/replay_engine.h"
 #include "replay/replay_report.h"
 #include "replay/scheduler_discipline.h"
-#include "sched/scheduler.h"
 #include "tests/fuzz_failure.h"
 
 namespace twinlane::replay::testing {
@@ -29,12 +28,10 @@ void replay_checked(const conf::CompiledPolicy& policy, const conf::CompiledEgre
         std::min<uint32_t>(classifier_config.flow_table_capacity, 256);
     classifier_config.fragment_cache_capacity = 16;
     classifier::Classifier classifier(classifier_config);
-    auto built = sched::Scheduler::build(egress.tree);
-    if (!built.scheduler)
-        twinlane::testing::fuzz_failure("a compiled tree does not build", built.error->to_string());
-    SchedulerDiscipline discipline(std::move(built.scheduler), egress.leaves);
-    if (auto problem = discipline.govern(egress.slo))
-        twinlane::testing::fuzz_failure("the SLOs do not bind", *problem);
+    auto built = SchedulerDiscipline::build(egress.tree, egress.leaves, egress.slo);
+    if (!built.discipline)
+        twinlane::testing::fuzz_failure("a compiled tree does not replay", built.error);
+    SchedulerDiscipline& discipline = *built.discipline;
     classifier.set_held_flows(discipline.held_flows());
 
     const auto& classes = policy.classifier.class_names;
@@ -50,8 +47,7 @@ void replay_checked(const conf::CompiledPolicy& policy, const conf::CompiledEgre
     feed(engine);
     if (discipline.governor() != nullptr) report.set_slo(SloReport::from(*discipline.governor()));
 
-    if (report.rx_packets() !=
-        report.tx_packets() + report.dropped_packets() + report.queued_at_end()) {
+    if (!report.accounts_for_every_packet()) {
         twinlane::testing::fuzz_failure("a packet not accounted for",
                                         report.to_json()["totals"].dump());
     }

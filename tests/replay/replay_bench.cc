@@ -86,8 +86,8 @@ void replay_steady_state(benchmark::State& state, D& discipline, const char* nam
 
 void BM_ReplayTwinlane(benchmark::State& state) {
     const conf::CompiledEgress& egress = compiled().egress.at(0);
-    SchedulerDiscipline discipline(sched::Scheduler::build(egress.tree).scheduler, egress.leaves);
-    replay_steady_state(state, discipline, "twinlane");
+    auto built = SchedulerDiscipline::build(egress.tree, egress.leaves, egress.slo);
+    replay_steady_state(state, *built.discipline, "twinlane");
 }
 void BM_ReplayFifo(benchmark::State& state) {
     FifoDiscipline discipline(20'000, 64u << 20);

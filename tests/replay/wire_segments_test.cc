@@ -202,9 +202,9 @@ ReplayOptions replay_options(const conf::CompiledEgress& egress) {
 }
 
 std::unique_ptr<SchedulerDiscipline> scheduler_discipline(const conf::CompiledEgress& egress) {
-    auto built = sched::Scheduler::build(egress.tree);
-    EXPECT_TRUE(built.scheduler);
-    return std::make_unique<SchedulerDiscipline>(std::move(built.scheduler), egress.leaves);
+    auto built = SchedulerDiscipline::build(egress.tree, egress.leaves, egress.slo);
+    EXPECT_TRUE(built.discipline) << built.error;
+    return std::move(built.discipline);
 }
 
 // The engine: a host capture's 64 KiB TCP record, with an inference packet arriving right
