@@ -131,19 +131,19 @@ TEST(StrictBound, LowerLanesWaitForHigherOnesAndTheTopLaneOnlyForItself) {
         }
         uint64_t next_top = random() % top_gap_ns;
 
+        uint64_t now = 0, link_free = 0, top_sent_ns = 0;
+        uint64_t departures = 0;
         std::vector<Arrival> arrivals;
         std::vector<Packet> batch;
         std::vector<DroppedPacket> drops(64);
-        auto offer = [&](uint16_t leaf, uint64_t now, uint64_t link_free, uint64_t top_sent) {
+        auto offer = [&](uint16_t leaf) {
             const auto length = static_cast<uint32_t>(64 + random() % (t.frame_max - 63));
             batch.push_back(
                 make_packet(leaf, length, static_cast<uint32_t>(random() % 16), arrivals.size()));
             arrivals.push_back(
-                {now, link_free > now ? link_free - now : 0, top_sent, lane_of_leaf[leaf] == 0});
+                {now, link_free > now ? link_free - now : 0, top_sent_ns, lane_of_leaf[leaf] == 0});
         };
 
-        uint64_t now = 0, link_free = 0, eligible_at = 0, top_sent_ns = 0;
-        uint64_t departures = 0;
         for (int step = 0; step < 200000 && departures < 4000; ++step) {
             batch.clear();
             if (next_top <= now) {
@@ -154,7 +154,7 @@ TEST(StrictBound, LowerLanesWaitForHigherOnesAndTheTopLaneOnlyForItself) {
                 for (uint32_t n = 1 + random() % 8; n > 0; --n) {
                     const size_t before = batch.size();
                     const auto& top = lanes[0].leaves;
-                    offer(top[random() % top.size()], now, link_free, top_sent_ns);
+                    offer(top[random() % top.size()]);
                     if (top_tokens < batch.back().length_bytes) {
                         batch.resize(before);  // over the bucket: not sent
                         arrivals.pop_back();
@@ -167,23 +167,21 @@ TEST(StrictBound, LowerLanesWaitForHigherOnesAndTheTopLaneOnlyForItself) {
             for (size_t i = 1; i + 1 < lanes.size(); ++i) {
                 if (next_mid[i] > now) continue;
                 for (uint32_t n = 1 + random() % 32; n > 0; --n)
-                    offer(lanes[i].leaves[random() % lanes[i].leaves.size()], now, link_free,
-                          top_sent_ns);
+                    offer(lanes[i].leaves[random() % lanes[i].leaves.size()]);
                 next_mid[i] = now + 1 + random() % mid_gap_ns[i];
             }
             for (uint16_t leaf : lanes.back().leaves)
                 for (uint64_t d = scheduler.leaf_counters(leaf).depth_packets; d < 4; ++d)
-                    offer(leaf, now, link_free, top_sent_ns);
+                    offer(leaf);
             if (!batch.empty()) {
                 std::vector<DroppedPacket> refused(batch.size());
                 const uint32_t accepted = scheduler.enqueue(
                     batch.data(), static_cast<uint32_t>(batch.size()), now, refused.data());
                 for (uint32_t k = 0; k < batch.size() - accepted; ++k)
                     ASSERT_NE(lane_of_leaf[refused[k].packet.leaf], 0) << "the top lane dropped";
-                eligible_at = now;
             }
 
-            if (link_free <= now && eligible_at <= now) {
+            if (link_free <= now) {
                 Packet out;
                 const DequeueResult r = scheduler.dequeue(&out, 1, now, drops.data(), 64);
                 if (r.packets == 1) {
@@ -211,12 +209,10 @@ TEST(StrictBound, LowerLanesWaitForHigherOnesAndTheTopLaneOnlyForItself) {
                     // Work-conserving: the root's shaper runs at the link's pace, the top lane
                     // within its cap, and no other lane is shaped.
                     ASSERT_EQ(scheduler.queued_packets(), 0u) << "trial " << trial;
-                    eligible_at = UINT64_MAX;
                 }
             }
             uint64_t next = std::min(next_top, *std::min_element(next_mid.begin(), next_mid.end()));
-            if (scheduler.queued_packets() != 0)
-                next = std::min(next, std::max(link_free, eligible_at));
+            if (scheduler.queued_packets() != 0) next = std::min(next, std::max(now, link_free));
             ASSERT_NE(next, UINT64_MAX);
             now = std::max(now, next);
         }
