@@ -3,7 +3,8 @@
 // either side (Shreedhar and Varghese's bound for quanta of weight x max_packet_bytes: a round
 // gives each child its quantum, a deficit carries less than a frame). Checked after every
 // dequeue, at both levels of a two-level DRR (jobs under a class, as the training lanes are),
-// with fifo and fq leaves, weights 1-16 and frames of 64 bytes up to the tree's largest.
+// with fifo and fq leaves, weights 1-16 and frames of 64 bytes up to the tree's largest; and
+// between the flows of an fq leaf.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -126,6 +127,74 @@ TEST(DrrBound, BackloggedSiblingsStayWithinOneQuantumAndTwoFramesOfTheirShares) 
         }
     }
     // The bound is approached, not loose by orders of magnitude.
+    EXPECT_GT(worst_fraction, 0.5);
+    EXPECT_GT(pairs_checked, 1'000'000u);
+    std::printf("pairs %llu, worst gap %.2f of the bound\n",
+                static_cast<unsigned long long>(pairs_checked), worst_fraction);
+}
+
+// The same bound between the flows of an fq leaf (DRR across its flow queues, quantum
+// max_packet_bytes): flows that stay backlogged, each in a bucket of its own, never differ by
+// more than the quantum plus a frame on either side, whether new flows go first or not.
+TEST(DrrBound, BackloggedFlowsOfAnFqLeafStayWithinOneQuantumAndTwoFrames) {
+    std::mt19937_64 random(1207);
+    double worst_fraction = 0;
+    uint64_t pairs_checked = 0;
+    for (int trial = 0; trial < 60; ++trial) {
+        const uint32_t frame_max = random() % 2 ? 1518 : 9216;
+        const uint32_t buckets = 1u << (4 + random() % 7);  // 16-1024
+        TreeSpec spec;
+        spec.nodes.push_back(make_leaf("fq", NodeKind::fq, "", 1u << 16, 1u << 30));
+        spec.nodes.back().fq_buckets = buckets;
+        spec.nodes.back().fq_sparse_first = random() % 2;
+        auto built = Scheduler::build(spec);
+        ASSERT_TRUE(built.scheduler) << built.error->to_string();
+        Scheduler& scheduler = *built.scheduler;
+        const double bound = spec.max_packet_bytes + 2.0 * frame_max;
+
+        // 2-16 flows in distinct buckets; each keeps 2-8 packets queued, so it never empties.
+        std::vector<uint32_t> hashes;
+        for (uint32_t f = 0, n = 2 + random() % 15; f < n; ++f) {
+            uint32_t hash = 0;
+            do {
+                hash = static_cast<uint32_t>(random());
+            } while (std::any_of(hashes.begin(), hashes.end(),
+                                 [&](uint32_t h) { return ((h ^ hash) & (buckets - 1)) == 0; }));
+            hashes.push_back(hash);
+        }
+        std::vector<uint32_t> queued(hashes.size(), 0);
+        std::vector<double> sent(hashes.size(), 0);
+        std::vector<Packet> batch;
+        std::vector<DroppedPacket> drops(64);
+        for (int step = 0; step < 4000; ++step) {
+            batch.clear();
+            for (size_t f = 0; f < hashes.size(); ++f) {
+                for (uint32_t target = 2 + random() % 7; queued[f] < target; ++queued[f])
+                    batch.push_back(make_packet(
+                        0, static_cast<uint32_t>(64 + random() % (frame_max - 63)), hashes[f]));
+            }
+            std::vector<DroppedPacket> refused(batch.size() + 1);
+            ASSERT_EQ(scheduler.enqueue(batch.data(), static_cast<uint32_t>(batch.size()), 0,
+                                        refused.data()),
+                      batch.size());
+            Packet out;
+            ASSERT_EQ(scheduler.dequeue(&out, 1, 0, drops.data(), 64).packets, 1u);
+            const size_t flow = static_cast<size_t>(
+                std::find(hashes.begin(), hashes.end(), out.flow_hash) - hashes.begin());
+            ASSERT_LT(flow, hashes.size());
+            --queued[flow];
+            sent[flow] += out.length_bytes;
+            for (size_t a = 0; a < hashes.size(); ++a) {
+                for (size_t b = a + 1; b < hashes.size(); ++b) {
+                    const double gap = std::abs(sent[a] - sent[b]);
+                    worst_fraction = std::max(worst_fraction, gap / bound);
+                    ++pairs_checked;
+                    ASSERT_LE(gap, bound)
+                        << "trial " << trial << " step " << step << ": flows " << a << " and " << b;
+                }
+            }
+        }
+    }
     EXPECT_GT(worst_fraction, 0.5);
     EXPECT_GT(pairs_checked, 1'000'000u);
     std::printf("pairs %llu, worst gap %.2f of the bound\n",
