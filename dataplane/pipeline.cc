@@ -381,7 +381,7 @@ uint16_t rx_stage(LcoreContext& ctx, RxTask& task, const PipelineShared& shared)
 // ---- Scheduler stage -----------------------------------------------------------------------
 
 // Control changes, between bursts: one relaxed load when nothing is pending.
-void apply_pending_update(EgressTask& e) {
+void apply_pending_update(EgressTask& e, uint64_t now_ns) {
     SchedulerUpdate* update = e.updates.take();
     if (update == nullptr) return;
     if (update->replacement) {
@@ -392,7 +392,7 @@ void apply_pending_update(EgressTask& e) {
             pfc_reapply_holds(e.pfc, *e.scheduler);
         }
     } else if (update->params) {
-        update->error = e.scheduler->apply(*update->params);
+        update->error = e.scheduler->apply(*update->params, now_ns);
     }
     // The SLO caps follow the tree: a changed shaper rate is where the controller goes on from.
     if (!update->error && e.governor) e.governor->bind(e.scheduler.get(), &e.leaves);
@@ -679,7 +679,7 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
         }
         uint32_t admitted = 0;
         for (EgressTask* e : ctx.egress) {
-            apply_pending_update(*e);
+            apply_pending_update(*e, shared.clock.ns(admit_tsc));
             if (e->governor) e->governor->tick(shared.clock.ns(admit_tsc));
             if (e->ring_fed) admitted += admit_lanes(*e, c, shared, shared.clock.ns(admit_tsc));
         }

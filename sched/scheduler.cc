@@ -1126,7 +1126,7 @@ uint64_t Scheduler::next_eligible_ns(uint64_t now_ns) {
 
 // ---- runtime changes ----------------------------------------------------------------------
 
-std::optional<ValidationError> Scheduler::apply(const TreeSpec& spec) {
+std::optional<ValidationError> Scheduler::apply(const TreeSpec& spec, uint64_t now_ns) {
     if (auto problem = validate(spec)) return problem;
     if (spec.nodes.size() != spec_.nodes.size()) {
         return ValidationError{"", "nodes", "node count changed: build a new tree and migrate"};
@@ -1155,6 +1155,9 @@ std::optional<ValidationError> Scheduler::apply(const TreeSpec& spec) {
                                "cannot shrink at runtime (queued packets may be larger)"};
     }
     spec_ = spec;
+    // What the old rates earned until now (refill() does nothing for a time already passed).
+    for (Node& node : nodes_)
+        node.shaper.refill(now_ns);
     configure_params(spec_);
     return std::nullopt;
 }

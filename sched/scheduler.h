@@ -122,8 +122,10 @@ class Scheduler {
     // max_packet_bytes and default_leaf. The topology (names, order, kinds, parents,
     // priorities, fq_buckets) must be unchanged, otherwise build a new tree and migrate.
     // Queued packets stay where they are: nothing is lost or reordered. Lowering a limit below
-    // the current depth only refuses new arrivals until the queue drains.
-    std::optional<ValidationError> apply(const TreeSpec& spec);
+    // the current depth only refuses new arrivals until the queue drains. Shapers earn at their
+    // old rates until `now_ns` and at the new ones from then on (as set_shaper_rate); a smaller
+    // burst clamps the tokens, debt is kept.
+    std::optional<ValidationError> apply(const TreeSpec& spec, uint64_t now_ns);
 
     // Moves every queued packet of `old_tree` into this (freshly built) tree: leaf by name, or
     // to this tree's default_leaf when the name is gone. Per-leaf and per-flow order and arrival

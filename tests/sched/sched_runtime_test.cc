@@ -84,12 +84,12 @@ TEST(RuntimeTest, WeightChangeBetweenBurstsLosesAndReordersNothing) {
         changed.nodes[2].weight = 1 + random() % 8;
         changed.nodes[1].limit_packets = 4000 + random() % 1000;  // (below depth: see next test)
         changed.nodes[2].shaper = ShaperSpec{0, 0};
-        ASSERT_FALSE(scheduler->apply(changed).has_value());
+        ASSERT_FALSE(scheduler->apply(changed, 0).has_value());
         ASSERT_EQ(scheduler->queued_packets(), in - out);
     }
     TreeSpec unlimited = scheduler->spec();
     unlimited.nodes[1].limit_packets = 5000;
-    ASSERT_FALSE(scheduler->apply(unlimited));
+    ASSERT_FALSE(scheduler->apply(unlimited, 0));
     out += drain_all(*scheduler, checker);
     EXPECT_EQ(in, out);
     EXPECT_EQ(scheduler->node_counters(0).dropped_packets(), 0u);
@@ -105,7 +105,7 @@ TEST(RuntimeTest, WeightChangeTakesEffect) {
     ASSERT_EQ(scheduler->enqueue(arrivals.data(), 8000, 0, drops.data()), 8000u);
     TreeSpec changed = spec;
     changed.nodes[2].weight = 3;
-    ASSERT_FALSE(scheduler->apply(changed));
+    ASSERT_FALSE(scheduler->apply(changed, 0));
     std::vector<Packet> out(2000);
     ASSERT_EQ(scheduler->dequeue(out.data(), 2000, 0, drops.data(), 1).packets, 2000u);
     uint64_t b_packets = 0;
@@ -122,7 +122,7 @@ TEST(RuntimeTest, LoweredLimitRefusesArrivalsButKeepsQueue) {
     ASSERT_EQ(scheduler->enqueue(arrivals.data(), 100, 0, drops.data()), 100u);
     TreeSpec changed = spec;
     changed.nodes[1].limit_packets = 10;
-    ASSERT_FALSE(scheduler->apply(changed));
+    ASSERT_FALSE(scheduler->apply(changed, 0));
     EXPECT_EQ(scheduler->leaf_counters(0).depth_packets, 100u);
     EXPECT_EQ(scheduler->enqueue(arrivals.data(), 1, 0, drops.data()), 0u);
     std::vector<Packet> out(100);
@@ -141,7 +141,7 @@ TEST(RuntimeTest, RateChangeTakesEffect) {
     EXPECT_EQ(scheduler->dequeue(out.data(), 10, 0, drops.data(), 1).packets, 2u);  // burst + 1
     EXPECT_EQ(scheduler->next_eligible_ns(0), 1000u);
     spec.nodes[0].shaper = ShaperSpec{16'000'000'000, 1000};  // twice as fast: debt repaid sooner
-    ASSERT_FALSE(scheduler->apply(spec));
+    ASSERT_FALSE(scheduler->apply(spec, 0));
     EXPECT_EQ(scheduler->next_eligible_ns(0), 500u);
 }
 
@@ -150,15 +150,15 @@ TEST(RuntimeTest, ApplyRejectsTopologyChanges) {
     auto scheduler = build_or_fail(spec);
     TreeSpec changed = spec;
     changed.nodes[2].fq_buckets = 32;
-    auto problem = scheduler->apply(changed);
+    auto problem = scheduler->apply(changed, 0);
     ASSERT_TRUE(problem);
     EXPECT_EQ(problem->field, "fq_buckets");
     changed = spec;
     changed.nodes.push_back(make_leaf("c", NodeKind::fifo, "port"));
-    EXPECT_TRUE(scheduler->apply(changed));
+    EXPECT_TRUE(scheduler->apply(changed, 0));
     changed = spec;
     changed.nodes[1].weight = 0;  // invalid values are rejected before anything changes
-    problem = scheduler->apply(changed);
+    problem = scheduler->apply(changed, 0);
     ASSERT_TRUE(problem);
     EXPECT_EQ(problem->node, "a");
     EXPECT_EQ(scheduler->spec().nodes[1].weight, 1u);

@@ -231,7 +231,7 @@ void run_one(Parent parent, uint32_t seed, Exercised& exercised) {
             dropped += r.dropped;
         } else if (op == 18) {
             // A live `class set` to new tiny limits (same topology: apply in place).
-            const auto error = scheduler->apply(generator.relimit(scheduler->spec()));
+            const auto error = scheduler->apply(generator.relimit(scheduler->spec()), now);
             ASSERT_FALSE(error) << where << ": " << error->to_string();
             ++exercised.relimits;
         } else {
