@@ -12,11 +12,12 @@
 // and at the end every packet left. Trees: a strict or DRR root shaped at the link, 2-4
 // children that are fifo or fq leaves or strict/DRR nodes of 2-3 leaves; any node below the
 // root shaped (5-120% of the link, buckets of 64 bytes to 4 frames) or not; holds, releases,
-// rate changes and reloads (`apply`: new rates and bursts) at random times; single dequeues and
-// dequeue_burst with byte budgets.
+// rate changes, reloads (`apply`: new rates and bursts) and flows moved between leaves at random
+// times; single dequeues and dequeue_burst with byte budgets.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -60,9 +61,19 @@ struct ModelNode {
     Units least_sent_less_credit = 0;
 };
 
+constexpr uint32_t kFlows = 8;  // flow hashes 0-7 in every leaf
+
 struct Model {
     std::vector<ModelNode> nodes;  // nodes[0] is the root
     std::vector<int> node_of_leaf;
+    std::vector<std::array<uint64_t, kFlows>> flow_queued;  // by leaf id and flow hash
+
+    // `count` packets of `flow` join (or, negative, leave) `leaf`'s queue.
+    void add(uint16_t leaf, uint32_t flow, int64_t count) {
+        flow_queued[leaf][flow] += count;
+        for (int n = node_of_leaf[leaf]; n >= 0; n = nodes[n].parent)
+            nodes[n].queued += count;
+    }
 
     void refill(ModelNode& n, uint64_t now_ns) {
         if (now_ns <= n.refilled_ns) return;
@@ -152,6 +163,7 @@ void build_model(Trial& t, const Scheduler& scheduler) {
     Model& m = t.model;
     m.nodes.resize(t.spec.nodes.size());
     m.node_of_leaf.assign(scheduler.leaf_count(), -1);
+    m.flow_queued.assign(scheduler.leaf_count(), {});
     for (size_t i = 0; i < t.spec.nodes.size(); ++i) {
         const NodeSpec& spec = t.spec.nodes[i];
         ModelNode& n = m.nodes[i];
@@ -179,7 +191,7 @@ void build_model(Trial& t, const Scheduler& scheduler) {
 TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
     std::mt19937_64 random(1206);
     uint64_t departures = 0, idle_checks = 0, wake_checks = 0, holds = 0, rate_changes = 0,
-             reloads = 0;
+             reloads = 0, moved = 0;
     double widest = 0;  // of the interval bound, over shaped nodes below the root
     for (int trial = 0; trial < 150; ++trial) {
         Trial t = random_trial(random);
@@ -200,9 +212,8 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
                 for (uint32_t k = 0, n = 1 + random() % 6; k < n; ++k) {
                     batch.push_back(
                         make_packet(leaf, static_cast<uint32_t>(64 + random() % (t.frame_max - 63)),
-                                    static_cast<uint32_t>(random() % 8)));
-                    for (int n_ = m.node_of_leaf[leaf]; n_ >= 0; n_ = m.nodes[n_].parent)
-                        ++m.nodes[n_].queued;
+                                    static_cast<uint32_t>(random() % kFlows)));
+                    m.add(leaf, batch.back().flow_hash, 1);
                 }
             }
             ASSERT_EQ(scheduler.enqueue(batch.data(), static_cast<uint32_t>(batch.size()), now,
@@ -241,8 +252,8 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
                     node.tokens -= bytes;
                     node.sent += bytes;
                 }
-                --node.queued;
             }
+            m.add(packet.leaf, packet.flow_hash, -1);
             ++left;
             ++departures;
         };
@@ -277,8 +288,9 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
             ASSERT_EQ(scheduler.next_eligible_ns(now), m.earliest_ns(0, now))
                 << "trial " << trial << " at " << now;
         };
-        // A pause of any node, its early release, a shaped node's new rate, or a reload that
-        // gives some shaped nodes (the root too) new rates and bursts.
+        // A pause of any node, its early release, a shaped node's new rate, a reload that gives
+        // some shaped nodes (the root too) new rates and bursts, or a flow moved to another leaf
+        // (a reclassification or an SLO downgrade), which may empty one path and fill another.
         auto change = [&] {
             const uint32_t what = random() % 40;
             if (what == 0) {
@@ -314,6 +326,15 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
                 const auto error = scheduler.apply(reloaded, now);
                 ASSERT_FALSE(error) << error->to_string();
                 ++reloads;
+            } else if (what < 6) {
+                const auto from = static_cast<uint16_t>(random() % scheduler.leaf_count());
+                const auto to = static_cast<uint16_t>(random() % scheduler.leaf_count());
+                const auto flow = static_cast<uint32_t>(random() % kFlows);
+                const uint64_t expected = from == to ? 0 : m.flow_queued[from][flow];
+                ASSERT_EQ(scheduler.move_flow(from, to, flow), expected);
+                m.add(from, flow, -static_cast<int64_t>(expected));
+                m.add(to, flow, static_cast<int64_t>(expected));
+                moved += expected;
             }
         };
 
@@ -347,13 +368,14 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
     EXPECT_GT(holds, 10'000u);
     EXPECT_GT(rate_changes, 10'000u);
     EXPECT_GT(reloads, 10'000u);
+    EXPECT_GT(moved, 100'000u);
     std::printf(
         "departures %llu, idle checks %llu, wake-ups %llu, holds %llu, rate changes %llu, "
-        "reloads %llu, widest interval %.2f of the bound\n",
+        "reloads %llu, packets moved %llu, widest interval %.2f of the bound\n",
         static_cast<unsigned long long>(departures), static_cast<unsigned long long>(idle_checks),
         static_cast<unsigned long long>(wake_checks), static_cast<unsigned long long>(holds),
         static_cast<unsigned long long>(rate_changes), static_cast<unsigned long long>(reloads),
-        widest);
+        static_cast<unsigned long long>(moved), widest);
 }
 
 }  // namespace
