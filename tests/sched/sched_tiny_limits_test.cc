@@ -164,6 +164,7 @@ struct Exercised {
     QueueCounters total;
     uint64_t relimits = 0;
     uint64_t moved = 0;
+    uint64_t moved_and_dropped = 0;  // past the target's limits
 };
 
 void run_one(Parent parent, uint32_t seed, Exercised& exercised) {
@@ -174,6 +175,7 @@ void run_one(Parent parent, uint32_t seed, Exercised& exercised) {
     ASSERT_TRUE(scheduler) << tree;
     std::mt19937 random(seed * 31 + static_cast<uint32_t>(parent));
     auto uniform = [&](uint32_t lo, uint32_t hi) { return lo + random() % (hi - lo + 1); };
+    std::mt19937 move_random(seed);  // how a flow moves: apart, so the rest draws as before
     const uint32_t frame = spec.max_packet_bytes;
     const std::array<uint32_t, 7> lengths = {64, 200, 1500, frame / 2, frame - 1, frame, frame + 1};
     const uint32_t leaves = scheduler->leaf_count();
@@ -237,7 +239,21 @@ void run_one(Parent parent, uint32_t seed, Exercised& exercised) {
         } else {
             const auto from = static_cast<uint16_t>(random() % leaves);
             const auto to = static_cast<uint16_t>(random() % leaves);
-            exercised.moved += scheduler->move_flow(from, to, static_cast<uint32_t>(random() % 6));
+            const auto flow = static_cast<uint32_t>(random() % 6);
+            if (move_random() % 2) {
+                exercised.moved += scheduler->move_flow(from, to, flow);
+            } else {
+                // As an SLO downgrade moves: the target's limits hold, up to the drop room.
+                const uint32_t room = move_random() % 2 ? move_random() % 3 : 64;
+                const MoveResult r =
+                    scheduler->move_flow(from, to, flow, {0x40, 0x40}, drops.data(), room);
+                ASSERT_LE(r.dropped, room) << where;
+                for (uint32_t k = 0; k < r.dropped; ++k)
+                    account(drops[k].packet, where);
+                dropped += r.dropped;
+                exercised.moved += r.packets;
+                exercised.moved_and_dropped += r.dropped;
+            }
         }
         if (::testing::Test::HasFatalFailure()) return;
         ASSERT_EQ(offered, delivered + dropped + scheduler->queued_packets()) << where;
@@ -283,6 +299,10 @@ TEST_P(TinyLimits, EveryPacketAccountedForAndTheTreeDrains) {
     EXPECT_GT(c.packets_out, 100'000u);
     EXPECT_GT(exercised.relimits, 1000u);
     EXPECT_GT(exercised.moved, 0u);
+    EXPECT_GT(exercised.moved_and_dropped, 0u);
+    std::printf("moved %llu, dropped at the target %llu\n",
+                static_cast<unsigned long long>(exercised.moved),
+                static_cast<unsigned long long>(exercised.moved_and_dropped));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllParents, TinyLimits,
