@@ -385,7 +385,7 @@ void apply_pending_update(EgressTask& e, uint64_t now_ns) {
     SchedulerUpdate* update = e.updates.take();
     if (update == nullptr) return;
     if (update->replacement) {
-        update->error = update->replacement->migrate_from(*e.scheduler);
+        update->error = update->replacement->migrate_from(*e.scheduler, now_ns);
         if (!update->error) {
             std::swap(e.scheduler, update->replacement);  // the old tree goes back to the poster
             std::swap(e.leaves, update->leaves);

@@ -1162,7 +1162,7 @@ std::optional<ValidationError> Scheduler::apply(const TreeSpec& spec, uint64_t n
     return std::nullopt;
 }
 
-std::optional<ValidationError> Scheduler::migrate_from(Scheduler& old_tree) {
+std::optional<ValidationError> Scheduler::migrate_from(Scheduler& old_tree, uint64_t now_ns) {
     std::vector<uint16_t> destination(old_tree.leaves_.size());
     for (uint32_t l = 0; l < old_tree.leaves_.size(); ++l) {
         const std::string& name = old_tree.leaf_name(static_cast<uint16_t>(l));
@@ -1196,6 +1196,10 @@ std::optional<ValidationError> Scheduler::migrate_from(Scheduler& old_tree) {
                 from.counters.migrated_out_packets.add(1);
             }
         }
+    }
+    for (uint32_t n = 0; n < nodes_.size(); ++n) {
+        if (const std::optional<uint32_t> old = old_tree.node_id(spec_.nodes[n].name))
+            nodes_[n].shaper.take_over(old_tree.nodes_[*old].shaper, now_ns);
     }
     old_tree.reset_queues();
     return std::nullopt;

@@ -130,8 +130,10 @@ class Scheduler {
     // Moves every queued packet of `old_tree` into this (freshly built) tree: leaf by name, or
     // to this tree's default_leaf when the name is gone. Per-leaf and per-flow order and arrival
     // times are kept; limits and AQM are bypassed (nothing is lost). All-or-nothing: fails
-    // without moving anything if a leaf has no destination or the pool lacks room.
-    std::optional<ValidationError> migrate_from(Scheduler& old_tree);
+    // without moving anything if a leaf has no destination or the pool lacks room. A node
+    // whose name is in both trees keeps its shaper's tokens or debt as of `now_ns` (clamped to
+    // its new burst), so a replacement grants no fresh burst; new nodes start full.
+    std::optional<ValidationError> migrate_from(Scheduler& old_tree, uint64_t now_ns);
 
     // A flow changed class (the classifier reclassified it): moves every packet queued in leaf
     // `from` whose flow_hash is `flow_hash` to the tail of its flow in leaf `to`, in order, with

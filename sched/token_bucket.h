@@ -62,6 +62,15 @@ class TokenBucket {
         return rate_bits_per_sec_ == 0 || tokens_units_ >= 0;
     }
 
+    // Takes over `old`'s tokens or debt at `now_ns` (a node carried into a replacement tree),
+    // clamped to this bucket's depth; this bucket's rate applies from then on.
+    void take_over(TokenBucket& old, uint64_t now_ns) {
+        old.refill(now_ns);
+        last_ns_ = now_ns > last_ns_ ? now_ns : last_ns_;
+        if (rate_bits_per_sec_ == 0 || old.rate_bits_per_sec_ == 0) return;
+        tokens_units_ = old.tokens_units_ < capacity_units_ ? old.tokens_units_ : capacity_units_;
+    }
+
     // Not conforming before `until_ns` (0: released at once).
     void hold_until(uint64_t until_ns) { hold_until_ns_ = until_ns; }
     uint64_t held_until_ns() const { return hold_until_ns_; }

@@ -61,6 +61,22 @@ TEST(TokenBucketTest, ReconfigureKeepsDebtAndDisables) {
     EXPECT_TRUE(bucket.conforms(0));
 }
 
+TEST(TokenBucketTest, TakeOverKeepsDebtAndClampsTokensToTheNewDepth) {
+    TokenBucket old_bucket;
+    old_bucket.configure(8'000'000'000, 1000);  // 1 byte/ns
+    old_bucket.consume(5000);                   // 4000 bytes of debt at 0
+    TokenBucket replacement;
+    replacement.configure(16'000'000'000, 500);
+    replacement.take_over(old_bucket, 1000);  // 3000 bytes of debt at 1000, repaid at 2 bytes/ns
+    EXPECT_EQ(replacement.conform_time_ns(1000), 2500u);
+    TokenBucket full;
+    full.configure(8'000'000'000, 1000);  // full: 1000 bytes
+    TokenBucket shallower;
+    shallower.configure(8'000'000'000, 100);
+    shallower.take_over(full, 50);
+    EXPECT_EQ(shallower.tokens_units(), 100 * TokenBucket::kUnitsPerByte);
+}
+
 TEST(EcnTest, ReadsIpv4AndIpv6Codepoints) {
     auto v4 = testing::make_ipv4_header(0xb8 | 0x02);  // DSCP EF, ECT(0)
     Packet packet;

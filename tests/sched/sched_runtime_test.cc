@@ -191,7 +191,7 @@ TEST(RuntimeTest, ReplaceTreeMigratesByNameWithoutLossOrReordering) {
     const uint64_t legacy_queued = old_tree->leaf_counters(2).depth_packets;
     ASSERT_GT(legacy_queued, 0u);
     const uint64_t queued = old_tree->queued_packets();
-    ASSERT_FALSE(new_tree->migrate_from(*old_tree).has_value());
+    ASSERT_FALSE(new_tree->migrate_from(*old_tree, 0).has_value());
     EXPECT_EQ(old_tree->queued_packets(), 0u);
     EXPECT_EQ(old_tree->pool_free(), old_tree->pool_capacity());
     EXPECT_EQ(new_tree->queued_packets(), queued);
@@ -227,7 +227,7 @@ TEST(RuntimeTest, MigrationIsAllOrNothing) {
     no_default.nodes.push_back(make_node("port", NodeKind::drr));
     no_default.nodes.push_back(make_leaf("a", NodeKind::fifo, "port"));
     auto target = build_or_fail(no_default);
-    auto problem = target->migrate_from(*old_tree);
+    auto problem = target->migrate_from(*old_tree, 0);
     ASSERT_TRUE(problem);
     EXPECT_EQ(problem->node, "b");
     EXPECT_EQ(old_tree->queued_packets(), 100u);
@@ -236,7 +236,7 @@ TEST(RuntimeTest, MigrationIsAllOrNothing) {
     TreeSpec small = old_spec;  // same leaves, pool too small for what is queued
     small.pool_packets = 50;
     auto small_tree = build_or_fail(small);
-    problem = small_tree->migrate_from(*old_tree);
+    problem = small_tree->migrate_from(*old_tree, 0);
     ASSERT_TRUE(problem);
     EXPECT_EQ(problem->field, "pool_packets");
     EXPECT_EQ(old_tree->queued_packets(), 100u);

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -191,14 +192,14 @@ void build_model(Trial& t, const Scheduler& scheduler) {
 TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
     std::mt19937_64 random(1206);
     uint64_t departures = 0, idle_checks = 0, wake_checks = 0, holds = 0, rate_changes = 0,
-             reloads = 0, moved = 0;
+             reloads = 0, replacements = 0, moved = 0;
     double widest = 0;  // of the interval bound, over shaped nodes below the root
     for (int trial = 0; trial < 150; ++trial) {
         Trial t = random_trial(random);
         auto built = Scheduler::build(t.spec);
         ASSERT_TRUE(built.scheduler) << built.error->to_string();
-        Scheduler& scheduler = *built.scheduler;
-        build_model(t, scheduler);
+        std::unique_ptr<Scheduler> scheduler = std::move(built.scheduler);
+        build_model(t, *scheduler);
         Model& m = t.model;
         const size_t node_count = m.nodes.size();
 
@@ -207,7 +208,7 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
         std::vector<DroppedPacket> drops(4096);
         auto arrive = [&] {
             batch.clear();
-            for (uint16_t leaf = 0; leaf < scheduler.leaf_count(); ++leaf) {
+            for (uint16_t leaf = 0; leaf < scheduler->leaf_count(); ++leaf) {
                 if (random() % 3 == 0 || m.nodes[m.node_of_leaf[leaf]].queued > 64) continue;
                 for (uint32_t k = 0, n = 1 + random() % 6; k < n; ++k) {
                     batch.push_back(
@@ -216,8 +217,8 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
                     m.add(leaf, batch.back().flow_hash, 1);
                 }
             }
-            ASSERT_EQ(scheduler.enqueue(batch.data(), static_cast<uint32_t>(batch.size()), now,
-                                        drops.data()),
+            ASSERT_EQ(scheduler->enqueue(batch.data(), static_cast<uint32_t>(batch.size()), now,
+                                         drops.data()),
                       batch.size());
             arrived += batch.size();
         };
@@ -263,10 +264,10 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
             const WireCost cost{60, 24};
             const uint64_t budget = budgeted ? random() % (4 * t.frame_max) : 0;
             const DequeueResult r =
-                budgeted ? scheduler.dequeue_burst(out.data(), max, budget, now, drops.data(),
-                                                   static_cast<uint32_t>(drops.size()), cost)
-                         : scheduler.dequeue(out.data(), max, now, drops.data(),
-                                             static_cast<uint32_t>(drops.size()));
+                budgeted ? scheduler->dequeue_burst(out.data(), max, budget, now, drops.data(),
+                                                    static_cast<uint32_t>(drops.size()), cost)
+                         : scheduler->dequeue(out.data(), max, now, drops.data(),
+                                              static_cast<uint32_t>(drops.size()));
             ASSERT_EQ(r.dropped, 0u);
             uint64_t charged = 0;
             for (uint32_t i = 0; i < r.packets; ++i) {
@@ -285,7 +286,7 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
                     << " packets while the tree could send at " << now;
             }
             ++wake_checks;
-            ASSERT_EQ(scheduler.next_eligible_ns(now), m.earliest_ns(0, now))
+            ASSERT_EQ(scheduler->next_eligible_ns(now), m.earliest_ns(0, now))
                 << "trial " << trial << " at " << now;
         };
         // A pause of any node, its early release, a shaped node's new rate, a reload that gives
@@ -296,21 +297,21 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
             if (what == 0) {
                 const int n = static_cast<int>(random() % node_count);
                 m.nodes[n].hold_until_ns = now + random() % 200'000;
-                scheduler.hold(m.nodes[n].id, m.nodes[n].hold_until_ns);
+                scheduler->hold(m.nodes[n].id, m.nodes[n].hold_until_ns);
                 ++holds;
             } else if (what == 1) {
                 const int n = static_cast<int>(random() % node_count);
                 m.nodes[n].hold_until_ns = 0;
-                scheduler.hold(m.nodes[n].id, 0);
+                scheduler->hold(m.nodes[n].id, 0);
             } else if (what == 2 && !t.shaped.empty()) {
                 ModelNode& node = m.nodes[t.shaped[random() % t.shaped.size()]];
                 const uint64_t rate = random_rate(random, t.link_bps);
                 m.refill(node, now);  // what the old rate earned until now
                 node.rate_bps = rate;
-                ASSERT_TRUE(scheduler.set_shaper_rate(node.id, rate, now));
+                ASSERT_TRUE(scheduler->set_shaper_rate(node.id, rate, now));
                 ++rate_changes;
-            } else if (what == 3) {
-                TreeSpec reloaded = scheduler.spec();
+            } else if (what == 3 || what == 4) {
+                TreeSpec reloaded = scheduler->spec();
                 for (size_t i = 0; i < node_count; ++i) {
                     ModelNode& node = m.nodes[i];
                     m.refill(node, now);  // what the old rates earned until now
@@ -323,15 +324,29 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
                     node.largest_capacity = std::max(node.largest_capacity, node.capacity);
                     node.tokens = std::min(node.tokens, node.capacity);
                 }
-                const auto error = scheduler.apply(reloaded, now);
+                if (what == 3) {
+                    const auto error = scheduler->apply(reloaded, now);
+                    ASSERT_FALSE(error) << error->to_string();
+                    ++reloads;
+                    return;
+                }
+                // A replacement tree (a hitless reload): the queues move over, the shapers
+                // keep their tokens or debt, the pauses are applied again (as the pipeline
+                // does).
+                auto replacement = Scheduler::build(reloaded);
+                ASSERT_TRUE(replacement.scheduler) << replacement.error->to_string();
+                const auto error = replacement.scheduler->migrate_from(*scheduler, now);
                 ASSERT_FALSE(error) << error->to_string();
-                ++reloads;
-            } else if (what < 6) {
-                const auto from = static_cast<uint16_t>(random() % scheduler.leaf_count());
-                const auto to = static_cast<uint16_t>(random() % scheduler.leaf_count());
+                scheduler = std::move(replacement.scheduler);
+                for (const ModelNode& node : m.nodes)
+                    if (node.hold_until_ns > now) scheduler->hold(node.id, node.hold_until_ns);
+                ++replacements;
+            } else if (what < 7) {
+                const auto from = static_cast<uint16_t>(random() % scheduler->leaf_count());
+                const auto to = static_cast<uint16_t>(random() % scheduler->leaf_count());
                 const auto flow = static_cast<uint32_t>(random() % kFlows);
                 const uint64_t expected = from == to ? 0 : m.flow_queued[from][flow];
-                ASSERT_EQ(scheduler.move_flow(from, to, flow), expected);
+                ASSERT_EQ(scheduler->move_flow(from, to, flow), expected);
                 m.add(from, flow, -static_cast<int64_t>(expected));
                 m.add(to, flow, static_cast<int64_t>(expected));
                 moved += expected;
@@ -342,7 +357,7 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
             if (random() % 2) arrive();
             change();
             dequeue();
-            const uint64_t wake = scheduler.next_eligible_ns(now);
+            const uint64_t wake = scheduler->next_eligible_ns(now);
             const uint32_t advance = random() % 5;
             if (advance < 2 && wake != kNever && wake > now)
                 now = wake;
@@ -352,15 +367,15 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
                 now += random() % 50'000;
         }
         // Drain, waking when the tree says: every packet leaves.
-        for (int wakes = 0; scheduler.queued_packets() != 0 && wakes < 100'000; ++wakes) {
+        for (int wakes = 0; scheduler->queued_packets() != 0 && wakes < 100'000; ++wakes) {
             if (::testing::Test::HasFatalFailure()) return;
-            const uint64_t wake = scheduler.next_eligible_ns(now);
+            const uint64_t wake = scheduler->next_eligible_ns(now);
             ASSERT_NE(wake, kNever);
             now = std::max(now, wake);
             dequeue();
         }
         ASSERT_EQ(left, arrived) << "trial " << trial;
-        ASSERT_EQ(scheduler.queued_packets(), 0u);
+        ASSERT_EQ(scheduler->queued_packets(), 0u);
     }
     // The bound is reached, not loose by orders of magnitude; pauses and rate changes happened.
     EXPECT_GT(widest, 0.5);
@@ -368,14 +383,16 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
     EXPECT_GT(holds, 10'000u);
     EXPECT_GT(rate_changes, 10'000u);
     EXPECT_GT(reloads, 10'000u);
+    EXPECT_GT(replacements, 10'000u);
     EXPECT_GT(moved, 100'000u);
     std::printf(
         "departures %llu, idle checks %llu, wake-ups %llu, holds %llu, rate changes %llu, "
-        "reloads %llu, packets moved %llu, widest interval %.2f of the bound\n",
+        "reloads %llu, replacements %llu, packets moved %llu, widest interval %.2f of the bound\n",
         static_cast<unsigned long long>(departures), static_cast<unsigned long long>(idle_checks),
         static_cast<unsigned long long>(wake_checks), static_cast<unsigned long long>(holds),
         static_cast<unsigned long long>(rate_changes), static_cast<unsigned long long>(reloads),
-        static_cast<unsigned long long>(moved), widest);
+        static_cast<unsigned long long>(replacements), static_cast<unsigned long long>(moved),
+        widest);
 }
 
 }  // namespace
