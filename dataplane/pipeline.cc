@@ -678,10 +678,11 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
             stages.rx_classify_packets.add(received);
         }
         uint32_t admitted = 0;
+        const uint64_t admit_ns = shared.clock.ns(admit_tsc);
         for (EgressTask* e : ctx.egress) {
-            apply_pending_update(*e, shared.clock.ns(admit_tsc));
-            if (e->governor) e->governor->tick(shared.clock.ns(admit_tsc));
-            if (e->ring_fed) admitted += admit_lanes(*e, c, shared, shared.clock.ns(admit_tsc));
+            apply_pending_update(*e, admit_ns);
+            if (e->governor) e->governor->tick(admit_ns);
+            if (e->ring_fed) admitted += admit_lanes(*e, c, shared, admit_ns);
         }
         const uint64_t tx_tsc = rte_rdtsc();
         if (admitted != 0) {

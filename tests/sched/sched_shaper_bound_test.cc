@@ -42,7 +42,6 @@ constexpr uint64_t kNever = Scheduler::kNever;
 
 // One node of the tree as the spec describes it, with the state that description implies.
 struct ModelNode {
-    uint32_t id = 0;  // Scheduler::node_id
     int parent = -1;  // index in Model::nodes
     std::vector<int> children;
     NodeKind kind = NodeKind::fifo;
@@ -168,7 +167,8 @@ void build_model(Trial& t, const Scheduler& scheduler) {
     for (size_t i = 0; i < t.spec.nodes.size(); ++i) {
         const NodeSpec& spec = t.spec.nodes[i];
         ModelNode& n = m.nodes[i];
-        n.id = *scheduler.node_id(spec.name);
+        // The model's index is the scheduler's node id (both follow the spec's order).
+        EXPECT_EQ(scheduler.node_id(spec.name), i);
         n.kind = spec.kind;
         n.priority = spec.priority;
         n.rate_bps = spec.shaper.rate_bits_per_sec;
@@ -297,18 +297,19 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
             if (what == 0) {
                 const int n = static_cast<int>(random() % node_count);
                 m.nodes[n].hold_until_ns = now + random() % 200'000;
-                scheduler->hold(m.nodes[n].id, m.nodes[n].hold_until_ns);
+                scheduler->hold(n, m.nodes[n].hold_until_ns);
                 ++holds;
             } else if (what == 1) {
                 const int n = static_cast<int>(random() % node_count);
                 m.nodes[n].hold_until_ns = 0;
-                scheduler->hold(m.nodes[n].id, 0);
+                scheduler->hold(n, 0);
             } else if (what == 2 && !t.shaped.empty()) {
-                ModelNode& node = m.nodes[t.shaped[random() % t.shaped.size()]];
+                const int n = t.shaped[random() % t.shaped.size()];
+                ModelNode& node = m.nodes[n];
                 const uint64_t rate = random_rate(random, t.link_bps);
                 m.refill(node, now);  // what the old rate earned until now
                 node.rate_bps = rate;
-                ASSERT_TRUE(scheduler->set_shaper_rate(node.id, rate, now));
+                ASSERT_TRUE(scheduler->set_shaper_rate(n, rate, now));
                 ++rate_changes;
             } else if (what == 3 || what == 4) {
                 TreeSpec reloaded = scheduler->spec();
@@ -340,8 +341,9 @@ TEST(ShaperBound, DeparturesConformNothingIdlesAndTheWakeUpIsExact) {
                 const auto error = replacement.scheduler->migrate_from(*scheduler, now);
                 ASSERT_FALSE(error) << error->to_string();
                 scheduler = std::move(replacement.scheduler);
-                for (const ModelNode& node : m.nodes)
-                    if (node.hold_until_ns > now) scheduler->hold(node.id, node.hold_until_ns);
+                for (uint32_t n = 0; n < node_count; ++n)
+                    if (m.nodes[n].hold_until_ns > now)
+                        scheduler->hold(n, m.nodes[n].hold_until_ns);
                 ++replacements;
             } else if (what < 7) {
                 const auto from = static_cast<uint16_t>(random() % scheduler->leaf_count());
