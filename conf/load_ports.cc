@@ -153,7 +153,8 @@ void PolicyLoader::read_port_device(const Field& field, const std::string& port_
 }
 
 // The most bytes handed to the NIC and not yet on the wire: a link time or bytes, at least a
-// frame.
+// frame. The default's link time is rounded up to a frame (20 us of 100M or of 1G with jumbo
+// frames is less); a budget the policy states must hold one itself.
 void PolicyLoader::read_port_budget(const MapFields& map, const Field& item, PortPolicy& port) {
     const uint64_t frame_bytes = port.max_frame_bytes();
     ByteBudget budget{.bytes = 0, .ns = kDefaultTxBudgetNs, .is_duration = true};
@@ -162,7 +163,9 @@ void PolicyLoader::read_port_budget(const MapFields& map, const Field& item, Por
         if (auto parsed = read_byte_budget(*budget_field, errors_)) budget = *parsed;
     }
     port.tx_budget_bytes = budget.resolve(port.rate_bits_per_sec);
-    if (overrides(port)) port.tx_budget_bytes = std::max(port.tx_budget_bytes, frame_bytes);
+    if (!budget_field || overrides(port)) {
+        port.tx_budget_bytes = std::max(port.tx_budget_bytes, frame_bytes);
+    }
     const Field& at = budget_field ? *budget_field : item;
     if (port.rate_bits_per_sec != 0 && port.tx_budget_bytes < frame_bytes) {
         errors_.add(at.mark, join_path(item.path, "tx_budget"),

@@ -38,6 +38,23 @@ TEST(PolicyModel, PortDefaults) {
     EXPECT_EQ(port.mempool_mbufs, 8191u);
 }
 
+// The default budget (20 us) is less than a frame on slow or jumbo ports: it is raised to one,
+// as an unstated shaper burst is. A stated budget below a frame stays an error (policy_errors).
+TEST(PolicyModel, DefaultTxBudgetHoldsAFrame) {
+    auto policy = parse_ok(
+        "ports:\n"
+        "  - {name: a, device: net_null0, rate: 100M}\n"
+        "  - {name: b, device: net_null1, rate: 1G, mtu: 9000}\n"
+        "  - {name: c, device: net_null2, rate: 1G}\n"
+        "forwarding: [{from: a, to: b}, {from: b, to: c}]\n"
+        "classes: [c]\n"
+        "scheduler: {name: r, kind: fifo, class: c}\n");
+    ASSERT_TRUE(policy);
+    EXPECT_EQ(policy->ports[0].tx_budget_bytes, 1'518u);  // 20 us at 100M is 250 B
+    EXPECT_EQ(policy->ports[1].tx_budget_bytes, 9'018u);  // 2500 B, below a jumbo frame
+    EXPECT_EQ(policy->ports[2].tx_budget_bytes, 2'500u);  // 20 us at 1G holds a frame
+}
+
 TEST(PolicyModel, BurstTime) {
     auto policy = parse_ok(
         "ports:\n"
