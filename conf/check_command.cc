@@ -1,6 +1,8 @@
 #include "conf/check_command.h"
 
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "conf/compile.h"
 #include "conf/load_policy.h"
@@ -86,12 +88,18 @@ int run_check(const std::string& policy_path, std::ostream& out, std::ostream& e
 
 CLI::App* add_check_command(CLI::App& app, std::ostream& out, std::ostream& err) {
     CLI::App* check =
-        app.add_subcommand("check", "Validate a policy file and report every problem");
+        app.add_subcommand("check", "Validate policy files and report every problem");
     // Owned by the callback, which the subcommand keeps as long as the app lives.
-    auto policy_path = std::make_shared<std::string>();
-    check->add_option("-c,--config", *policy_path, "Policy file (YAML)")->required();
-    check->callback([policy_path, &out, &err] {
-        const int code = run_check(*policy_path, out, err);
+    auto policy_paths = std::make_shared<std::vector<std::string>>();
+    check
+        ->add_option("policy,-c,--config", *policy_paths,
+                     "Policy files (YAML), e.g. `twinlane check conf/*.yaml`; each is checked")
+        ->required();
+    check->callback([policy_paths, &out, &err] {
+        // Every file is checked and reported, so one run lists all that is wrong.
+        int code = 0;
+        for (const std::string& path : *policy_paths)
+            code = std::max(code, run_check(path, out, err));
         if (code != 0) throw CLI::RuntimeError(code);
     });
     return check;

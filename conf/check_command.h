@@ -1,9 +1,9 @@
-// `twinlane check -c FILE`: validate a policy file without touching any NIC.
+// `twinlane check FILE...` (or `-c FILE`): validate policy files without touching any NIC.
 //
 // Prints "OK: <file>: N ports, N classes, N rules" to `out`, or every problem on its own line
 // ("file:line:col: key.path: reason") to `err`. run_check() returns the exit code (0 valid,
-// 1 invalid). add_check_command() registers the subcommand on a CLI11 app; when it runs and
-// the policy is invalid it throws CLI::RuntimeError(1), so the binary's usual
+// 1 invalid). add_check_command() registers the subcommand on a CLI11 app; it checks every
+// file given and, when one is invalid, throws CLI::RuntimeError(1), so the binary's usual
 // `catch (const CLI::ParseError& e) { return app.exit(e); }` returns 1 without printing more.
 // The streams must outlive the app. Not thread-safe (writes to the given streams).
 #pragma once

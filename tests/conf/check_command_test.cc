@@ -1,4 +1,4 @@
-// `twinlane check -c FILE`: output and exit codes, directly and through CLI11.
+// `twinlane check FILE...`: output and exit codes, directly and through CLI11.
 #include "conf/check_command.h"
 
 #include <gtest/gtest.h>
@@ -146,6 +146,28 @@ TEST(CheckCommand, SubcommandExitCodes) {
     std::ostringstream out2, err2;
     EXPECT_EQ(run_cli({"check", "--config", kBroken}, out2, err2), 1);
     EXPECT_NE(err2.str().find("ports[1].name: duplicate port name"), std::string::npos);
+}
+
+// `twinlane check conf/*.yaml`: files given by position, several at once; each is reported and
+// one invalid file fails the run.
+TEST(CheckCommand, ChecksEveryFileGivenByPosition) {
+    std::ostringstream out, err;
+    EXPECT_EQ(run_cli({"check", kDefault}, out, err), 0);
+    EXPECT_EQ(out.str().rfind("OK: " + kDefault + ":", 0), 0u) << out.str();
+
+    std::ostringstream out2, err2;
+    EXPECT_EQ(run_cli({"check", kBroken, kDefault}, out2, err2), 1);
+    EXPECT_NE(out2.str().find("OK: " + kDefault + ":"), std::string::npos) << "checked after";
+    EXPECT_NE(err2.str().find(kBroken + ":8:5: ports[0].rx_queus: unknown key"),
+              std::string::npos);
+
+    std::ostringstream out3, err3;
+    EXPECT_EQ(run_cli({"check", "-c", kDefault, "-c", kDefault}, out3, err3), 0);
+    size_t oks = 0;
+    for (size_t at = out3.str().find("OK: "); at != std::string::npos;
+         at = out3.str().find("OK: ", at + 1))
+        ++oks;
+    EXPECT_EQ(oks, 2u);
 }
 
 TEST(CheckCommand, ThrowsRuntimeErrorCarryingTheExitCode) {
