@@ -271,6 +271,13 @@ ParseResult<uint64_t> parse_duration_ns(std::string_view text) {
                                        ": unknown duration unit (use ns, us, ms, s, min, h)");
 }
 
+ParseResult<uint64_t> parse_option_duration_ns(std::string_view text, uint64_t bare_unit_ns) {
+    auto split = split_number(text);
+    if (!split) return ParseResult<uint64_t>::fail(split.error());
+    if (split->unit.empty()) return scale(text, split->number, bare_unit_ns, "nanoseconds");
+    return parse_duration_ns(text);
+}
+
 ParseResult<uint32_t> parse_percent_ppm(std::string_view text) {
     auto split = split_number(text);
     if (!split) return ParseResult<uint32_t>::fail(split.error());

@@ -71,6 +71,9 @@ ParseResult<uint64_t> parse_rate_bits_per_sec(std::string_view text);  // absolu
 ParseResult<RateSpec> parse_rate(std::string_view text);               // absolute or "N%"
 ParseResult<uint64_t> parse_size_bytes(std::string_view text);
 ParseResult<uint64_t> parse_duration_ns(std::string_view text);
+// A command-line duration: "500ms", "2s", or a bare number counted in `bare_unit_ns` (options
+// that have always taken plain seconds or milliseconds keep that meaning).
+ParseResult<uint64_t> parse_option_duration_ns(std::string_view text, uint64_t bare_unit_ns);
 ParseResult<uint32_t> parse_percent_ppm(std::string_view text);  // "0%".."100%"
 ParseResult<ByteBudget> parse_byte_budget(std::string_view text);
 // A plain non-negative decimal integer (no unit, no sign, no fraction), at most `max`.

@@ -24,14 +24,16 @@ namespace twinlane::dataplane {
 namespace {
 
 // A day: beyond it "idle" means something else than the end of a capture.
-constexpr uint64_t kMaxIdleExitMs = 86'400'000;
+constexpr uint64_t kMaxIdleExitNs = 86'400'000'000'000;
+// A year: --duration, --drain-timeout, --stats-interval (the clock's nanoseconds hold 584).
+constexpr uint64_t kMaxTimeOptionNs = 365 * 86'400'000'000'000;
 
 struct RunArgs {
     std::string policy_path;
     std::string stop_mode = "drain";
-    uint32_t drain_timeout_ms = 100;
-    double duration_s = 0;
-    double stats_interval_s = 0;
+    std::string drain_timeout = "100ms";
+    std::string duration = "0";
+    std::string stats_interval = "0";
     uint32_t lane_ring_slots = 1024;
     std::optional<std::string> pace_input;
     bool preload_input = false;
@@ -56,9 +58,28 @@ bool resolve(const std::string& name, uint16_t fallback_index, uint16_t& port_id
     return false;
 }
 
-// --idle-exit as milliseconds once idle_exit_valid() accepted it (not 'auto' or 'never').
-uint64_t idle_exit_setting_ms(const std::string& setting) {
-    return *conf::parse_unsigned(setting, kMaxIdleExitMs);
+// A time option once its validator accepted it: a duration, or a bare number of `bare_unit_ns`.
+uint64_t option_ns(const std::string& text, uint64_t bare_unit_ns) {
+    return *conf::parse_option_duration_ns(text, bare_unit_ns);
+}
+
+// Why a time option is refused, or "": a duration with its unit, or a bare number of
+// `bare_unit` (the unit the option has always taken), at most `max_ns`.
+std::string time_option_error(const std::string& text, uint64_t bare_unit_ns, const char* bare_unit,
+                              uint64_t max_ns) {
+    auto ns = conf::parse_option_duration_ns(text, bare_unit_ns);
+    if (!ns)
+        return ns.error() + "; give a duration such as 500ms or 2s, or a number of " + bare_unit;
+    if (*ns > max_ns) return "'" + text + "' is more than " + conf::duration_text(max_ns);
+    return {};
+}
+
+CLI::Validator time_option(uint64_t bare_unit_ns, const char* bare_unit) {
+    return CLI::Validator(
+        [=](const std::string& text) {
+            return time_option_error(text, bare_unit_ns, bare_unit, kMaxTimeOptionNs);
+        },
+        "DURATION");
 }
 
 // End of input is only knowable for file-backed input: a pcap RX device stops delivering.
@@ -71,7 +92,7 @@ uint64_t idle_exit_ns(const std::string& setting, uint16_t rx_port) {
             return 200'000'000;
         return 0;
     }
-    return idle_exit_setting_ms(setting) * 1'000'000ULL;
+    return option_ns(setting, 1'000'000);
 }
 
 void print_counters(const RunArgs& args, const std::string& rx, const std::string& tx,
@@ -112,16 +133,16 @@ int run_policy(const RunArgs& args) {
     options.eal_args = args.eal_args;
     options.json = args.json;
     options.stop_mode = args.stop_mode == "drop" ? StopMode::drop : StopMode::drain;
-    options.drain_timeout_ns = uint64_t{args.drain_timeout_ms} * 1'000'000ULL;
+    options.drain_timeout_ns = option_ns(args.drain_timeout, 1'000'000);
     options.idle_exit_auto = args.idle_exit == "auto";
     options.idle_exit_ns = 0;
     if (options.idle_exit_auto) {
         options.idle_exit_ns = 200'000'000;
     } else if (args.idle_exit != "never") {
-        options.idle_exit_ns = idle_exit_setting_ms(args.idle_exit) * 1'000'000;
+        options.idle_exit_ns = option_ns(args.idle_exit, 1'000'000);
     }
-    options.duration_ns = static_cast<uint64_t>(args.duration_s * 1e9);
-    options.stats_interval_ns = static_cast<uint64_t>(args.stats_interval_s * 1e9);
+    options.duration_ns = option_ns(args.duration, 1'000'000'000);
+    options.stats_interval_ns = option_ns(args.stats_interval, 1'000'000'000);
     options.lane_ring_slots = args.lane_ring_slots;
     if (args.pace_input) {
         auto rate = conf::parse_rate_bits_per_sec(*args.pace_input);
@@ -237,14 +258,18 @@ void add_run_command(CLI::App& app, int& exit_code) {
                         "'drop' them (counted)")
             ->check(CLI::IsMember({"drain", "drop"}))
             ->capture_default_str());
-    for_policy(cmd->add_option("--drain-timeout", args->drain_timeout_ms, "Drain limit in ms (-c)")
+    for_policy(cmd->add_option("--drain-timeout", args->drain_timeout,
+                               "Drain limit: a duration (e.g. 2s) or ms (-c)")
+                   ->check(time_option(1'000'000, "ms"))
                    ->capture_default_str());
-    for_policy(cmd->add_option("--duration", args->duration_s,
-                               "Stop after this many seconds (-c; 0: never)")
-                   ->check(CLI::NonNegativeNumber));
-    for_policy(cmd->add_option("--stats-interval", args->stats_interval_s,
-                               "Log rx/tx rates every this many seconds (-c; 0: off)")
-                   ->check(CLI::NonNegativeNumber));
+    for_policy(cmd->add_option("--duration", args->duration,
+                               "Stop after this long: a duration (e.g. 90s, 10min) or seconds "
+                               "(-c; 0: never)")
+                   ->check(time_option(1'000'000'000, "seconds")));
+    for_policy(cmd->add_option("--stats-interval", args->stats_interval,
+                               "Log rx/tx rates this often: a duration (e.g. 500ms) or seconds "
+                               "(-c; 0: off)")
+                   ->check(time_option(1'000'000'000, "seconds")));
     for_policy(cmd->add_option("--lane-ring-slots", args->lane_ring_slots,
                                "Slots per (egress port, class) ring between RX and scheduler (-c)")
                    ->check(CLI::Range(64u, 1u << 20))
@@ -272,15 +297,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
                  ->check(CLI::Range(1023u, 1u << 24))
                  ->capture_default_str());
     cmd->add_option("--idle-exit", args->idle_exit,
-                    "Stop after this many ms without input: a number (0: never), 'never', or "
-                    "'auto' (200 ms for a pcap input, else never)")
+                    "Stop after this long without input: a duration (e.g. 2s) or ms (0: "
+                    "never), 'never', or 'auto' (200 ms for a pcap input, else never)")
         ->check(CLI::Validator(
             [](const std::string& text) -> std::string {
                 if (text == "auto" || text == "never") return {};
-                auto ms = conf::parse_unsigned(text, kMaxIdleExitMs);
-                return ms ? std::string() : ms.error() + " (a number of ms, 'never' or 'auto')";
+                const std::string error = time_option_error(text, 1'000'000, "ms", kMaxIdleExitNs);
+                return error.empty() ? error : error + ", 'never' or 'auto'";
             },
-            "MS|never|auto"))
+            "DURATION|never|auto"))
         ->capture_default_str();
     cmd->add_flag("--json", args->json, "Print final counters as one JSON object");
     for_policy(cmd->add_option("--control-socket", args->control_socket,

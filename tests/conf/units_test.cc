@@ -177,6 +177,23 @@ TEST(Duration, Errors) {
     EXPECT_NE(duration_error("ms").find("does not start with a number"), std::string::npos);
 }
 
+// Command-line time options: a unit, or a bare number in the option's own unit.
+TEST(OptionDuration, UnitOrTheOptionsBareUnit) {
+    constexpr uint64_t kSecond = 1'000'000'000, kMs = 1'000'000;
+    EXPECT_EQ(*parse_option_duration_ns("6s", kSecond), 6 * kSecond);
+    EXPECT_EQ(*parse_option_duration_ns("6", kSecond), 6 * kSecond);
+    EXPECT_EQ(*parse_option_duration_ns("0.25", kSecond), kSecond / 4);
+    EXPECT_EQ(*parse_option_duration_ns("500ms", kSecond), 500 * kMs);
+    EXPECT_EQ(*parse_option_duration_ns("2min", kMs), 120 * kSecond);
+    EXPECT_EQ(*parse_option_duration_ns("100", kMs), 100 * kMs);
+    EXPECT_EQ(*parse_option_duration_ns("0", kSecond), 0u);
+    EXPECT_NE(parse_option_duration_ns("6x", kSecond).error().find("unknown duration unit"),
+              std::string::npos);
+    EXPECT_NE(parse_option_duration_ns("-1", kSecond).error().find("negative"), std::string::npos);
+    EXPECT_NE(parse_option_duration_ns("99999999999999", kSecond).error().find("too large"),
+              std::string::npos);
+}
+
 TEST(Percent, PartsPerMillion) {
     EXPECT_EQ(*parse_percent_ppm("20%"), 200'000u);
     EXPECT_EQ(*parse_percent_ppm("0%"), 0u);
