@@ -469,4 +469,28 @@ uint32_t Classifier::expire_flows(uint64_t now_ns, uint32_t max_visits) {
     return removed;
 }
 
+void accumulate(ClassifierCounters& total, const ClassifierCounters& part) {
+    if (total.per_class.size() < part.per_class.size())
+        total.per_class.resize(part.per_class.size());
+    for (size_t i = 0; i < part.per_class.size(); ++i) {
+        total.per_class[i].packets += part.per_class[i].packets;
+        total.per_class[i].bytes += part.per_class[i].bytes;
+        total.per_class[i].drops += part.per_class[i].drops;
+    }
+    for (size_t i = 0; i < total.malformed.size(); ++i)
+        total.malformed[i] += part.malformed[i];
+    for (size_t i = 0; i < total.per_source.size(); ++i)
+        total.per_source[i] += part.per_source[i];
+    total.flow_inserts += part.flow_inserts;
+    total.flow_overflows += part.flow_overflows;
+    total.flows_expired += part.flows_expired;
+    total.fragments_followed += part.fragments_followed;
+    total.fragments_unmatched += part.fragments_unmatched;
+    total.elephants_detected += part.elephants_detected;
+    total.elephant_demotions += part.elephant_demotions;
+    total.elephant_returns += part.elephant_returns;
+    total.reclassifications += part.reclassifications;
+    total.reclass_deferred += part.reclass_deferred;
+}
+
 }  // namespace twinlane::classifier

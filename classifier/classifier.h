@@ -64,6 +64,12 @@ struct ClassifierCounters {
     uint64_t reclass_deferred = 0;    // packets kept in the old class awaiting a gap
 };
 
+// Adds `part` to `total` field by field (per_class element-wise, grown to the longer): the
+// counters of several lcores' classifiers as one. per_rule is left out: use_rules() replaces a
+// classifier's vector, so another thread may read only what is sized once (per_class, arrays,
+// scalars), torn per 64-bit value while the owner runs.
+void accumulate(ClassifierCounters& total, const ClassifierCounters& part);
+
 class Classifier {
   public:
     explicit Classifier(const ClassifierConfig& config);

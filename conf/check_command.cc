@@ -87,8 +87,7 @@ int run_check(const std::string& policy_path, std::ostream& out, std::ostream& e
 }
 
 CLI::App* add_check_command(CLI::App& app, std::ostream& out, std::ostream& err) {
-    CLI::App* check =
-        app.add_subcommand("check", "Validate policy files and report every problem");
+    CLI::App* check = app.add_subcommand("check", "Validate policy files and report every problem");
     // Owned by the callback, which the subcommand keeps as long as the app lives.
     auto policy_paths = std::make_shared<std::vector<std::string>>();
     check

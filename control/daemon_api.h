@@ -23,7 +23,9 @@
 //               "ports": [{"name", "port_id", "device", "link_up", "speed_mbps",
 //                          "rate_bits_per_sec"}],
 //               "lcores": [{"lcore": N, "role": "rx|scheduler|run_to_completion|control",
-//                           "ports": ["west", ...]}]}
+//                           "ports": ["west", ...]}],
+//               "classifier": (daemon only) control/stats_json.h's
+//                             classifier_counters_to_json}
 //   stats(ports):   [{"name", "port_id", "rx_packets", "rx_bytes", "tx_packets", "tx_bytes",
 //                     "rx_dropped", "tx_dropped", "rx_bits_per_sec", "tx_bits_per_sec"}]
 //   stats(classes): [{"name", "class_id", "classified_packets", "classified_bytes",

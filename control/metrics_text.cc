@@ -279,6 +279,37 @@ void add_slo(Exposition& out, const std::string& class_name, const json& slo) {
                 field(slo, "pressure_events"));
 }
 
+// status()'s "classifier" (control/stats_json.h): what the parser refused, by reason, and how
+// the flow table and the heuristics fared.
+void add_classifier(Exposition& out, const json& value) {
+    const json& malformed = field(value, "malformed");
+    if (malformed.is_object()) {
+        for (const auto& [reason, packets] : malformed.items())
+            out.counter("twinlane_malformed_packets_total",
+                        "Packets the parser found malformed, by reason (dropped or sent in the "
+                        "default class, as the policy says).",
+                        {{"reason", reason}}, packets);
+    }
+    out.counter("twinlane_classifier_flows_inserted_total",
+                "Flows added to the classifiers' flow tables.", {}, field(value, "flows_inserted"));
+    out.counter("twinlane_classifier_flow_table_overflows_total",
+                "New flows not cached because a flow table was full (classified per packet).", {},
+                field(value, "flow_table_overflows"));
+    const std::pair<const char*, const char*> fragments[] = {{"followed", "fragments_followed"},
+                                                             {"unmatched", "fragments_unmatched"}};
+    for (const auto& [result, key] : fragments) {
+        out.counter("twinlane_classifier_fragments_total",
+                    "Later IP fragments: followed their first fragment's class, or unmatched "
+                    "(classified on addresses and protocol).",
+                    {{"result", result}}, field(value, key));
+    }
+    out.counter("twinlane_classifier_elephants_total", "Flows the elephant heuristic detected.", {},
+                field(value, "elephants_detected"));
+    out.counter("twinlane_classifier_reclassifications_total",
+                "Class changes of flows applied (elephants, their returns, new rules).", {},
+                field(value, "reclassifications"));
+}
+
 void add_status(Exposition& out, const json& value) {
     out.gauge("twinlane_build_info", "Always 1; the version is the label.",
               {{"version", text_of(value, "version")}}, 1);
@@ -316,6 +347,8 @@ void add_status(Exposition& out, const json& value) {
                     "Reloads of the policy file that were refused (the running policy kept).", {},
                     field(reloads, "failures"));
     }
+    const json& classifier = field(value, "classifier");  // the daemon's RX classifiers
+    if (classifier.is_object()) add_classifier(out, classifier);
     if (value.contains("policy_last_load_ok")) {
         out.gauge("twinlane_policy_last_load_successful",
                   "0 after a policy load was refused (the previous policy still runs), 1 "

@@ -85,6 +85,28 @@ json queue_counters_to_json(const sched::QueueCounters& counters) {
             {"sojourn_log2_histogram", counters.sojourn_log2_histogram}};
 }
 
+json classifier_counters_to_json(const classifier::ClassifierCounters& counters) {
+    json malformed = json::object();
+    uint64_t malformed_packets = 0;
+    for (size_t i = 1; i < classifier::kMalformedReasonCount; ++i) {  // 0 is `none`
+        const auto reason = static_cast<classifier::MalformedReason>(i);
+        malformed[std::string(classifier::to_string(reason))] = counters.malformed[i];
+        malformed_packets += counters.malformed[i];
+    }
+    return {{"malformed", std::move(malformed)},
+            {"malformed_packets", malformed_packets},
+            {"flows_inserted", counters.flow_inserts},
+            {"flow_table_overflows", counters.flow_overflows},
+            {"flows_expired", counters.flows_expired},
+            {"fragments_followed", counters.fragments_followed},
+            {"fragments_unmatched", counters.fragments_unmatched},
+            {"elephants_detected", counters.elephants_detected},
+            {"elephant_demotions", counters.elephant_demotions},
+            {"elephant_returns", counters.elephant_returns},
+            {"reclassifications", counters.reclassifications},
+            {"reclass_deferred", counters.reclass_deferred}};
+}
+
 json queue_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node) {
     json out = json::array();
     for (size_t i = 0; i < policy.egress_trees.size(); ++i) {

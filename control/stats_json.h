@@ -61,6 +61,15 @@ using ClassLatencyReader = std::function<ClassLatency(size_t class_index)>;
 // [2^(i-1), 2^i) ns, bucket 0 counts 0 ns.
 nlohmann::json queue_counters_to_json(const sched::QueueCounters& counters);
 
+// status()'s "classifier": the RX lcores' classifiers summed (classifier::accumulate):
+// {"malformed": {REASON: packets}, "malformed_packets", "flows_inserted",
+//  "flow_table_overflows", "flows_expired", "fragments_followed", "fragments_unmatched",
+//  "elephants_detected", "elephant_demotions", "elephant_returns", "reclassifications",
+//  "reclass_deferred"}. REASON is classifier::to_string(MalformedReason), every reason but
+// none; a malformed packet is counted whatever the policy then did (`malformed: drop` or
+// default class).
+nlohmann::json classifier_counters_to_json(const classifier::ClassifierCounters& counters);
+
 // stats(queues): every node of every egress tree, pre-order.
 nlohmann::json queue_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node);
 // stats(classes): per class, classifier counters plus its entry nodes' counters summed over

@@ -142,6 +142,24 @@ void print_status(std::ostream& out, const json& status) {
         out << '\n';
         print_table(out, {"LCORE", "ROLE", "PORTS", "BUSY PASSES  P50 / P99 / MAX us"}, lcores);
     }
+    // The daemon's classifiers (a policy-only status has none): malformed packets by reason,
+    // flow table, heuristics.
+    if (const auto it = status.find("classifier"); it != status.end() && it->is_object()) {
+        const json& c = *it;
+        out << "\nclassifier: " << u64(c, "flows_inserted") << " flows inserted, "
+            << u64(c, "flow_table_overflows") << " not cached (table full), "
+            << u64(c, "fragments_followed") + u64(c, "fragments_unmatched") << " later fragments ("
+            << u64(c, "fragments_unmatched") << " unmatched), " << u64(c, "elephants_detected")
+            << " elephants, " << u64(c, "reclassifications")
+            << " reclassifications\nmalformed: " << u64(c, "malformed_packets");
+        std::string reasons;
+        const json malformed = c.value("malformed", json::object());
+        for (const auto& [reason, packets] : malformed.items()) {
+            if (!packets.is_number_unsigned() || packets.get<uint64_t>() == 0) continue;
+            reasons += (reasons.empty() ? "" : ", ") + reason + " " + packets.dump();
+        }
+        out << (reasons.empty() ? "" : " (" + reasons + ")") << '\n';
+    }
 }
 
 void print_ports(std::ostream& out, const json& ports) {

@@ -279,6 +279,7 @@ int Daemon::report() {
             {p.lcores[i]->lcore, roles_[i], loop_snapshot(*p.lcores[i]->counters)});
     report.counters = snapshot(counter_blocks(p), static_cast<uint32_t>(p.policy->ports.size()),
                                static_cast<uint32_t>(p.policy->classes.size()));
+    report.classifier = classifier_totals(p.lcores);
     report.queued = still_queued(p);
     report.elapsed_s = served_s_;
     report.tsc_hz = rte_get_tsc_hz();

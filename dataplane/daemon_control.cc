@@ -379,6 +379,7 @@ ApiResult DaemonControl::status() {
         lcores.push_back(std::move(entry));
     }
     out["lcores"] = std::move(lcores);
+    out["classifier"] = control::classifier_counters_to_json(classifier_totals(pipeline_.lcores));
     // What the lcores run, as they confirmed it: per egress tree, its nodes' parameters.
     json egress = json::array();
     {

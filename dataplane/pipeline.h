@@ -130,6 +130,16 @@ struct LcoreContext {
     std::unique_ptr<LcoreCounters> counters = std::make_unique<LcoreCounters>();
 };
 
+// The classifiers of `lcores` (pointers to LcoreContext, raw or owning) summed: another thread
+// may call this while they run (classifier::accumulate reads only what is sized once).
+template <typename LcorePointers>
+classifier::ClassifierCounters classifier_totals(const LcorePointers& lcores) {
+    classifier::ClassifierCounters total;
+    for (const auto& ctx : lcores)
+        if (ctx->classifier) classifier::accumulate(total, ctx->classifier->counters());
+    return total;
+}
+
 enum class StopMode { drain, drop };
 
 // Read-only for lcores while they run, except the RX-lcore countdown.

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "control/stats_json.h"
+
 namespace twinlane::dataplane {
 namespace {
 
@@ -115,6 +117,7 @@ nlohmann::json to_json(const RunReport& r) {
             {"ports", ports},
             {"classes", classes},
             {"pfc", pfc_json(r)},
+            {"classifier", control::classifier_counters_to_json(r.classifier)},
             {"lcores", roles},
             {"loops", loops_json(r)},
             {"cycles_per_packet",
@@ -153,6 +156,20 @@ void print_report(const RunReport& r, bool json) {
     }
     std::printf("  %-28s %14llu packets\n", "still queued",
                 static_cast<unsigned long long>(r.queued));
+    // Counted whatever the policy did with them (dropped above, or sent in the default class).
+    std::string malformed;
+    uint64_t malformed_packets = 0;
+    for (size_t i = 1; i < classifier::kMalformedReasonCount; ++i) {
+        if (r.classifier.malformed[i] == 0) continue;
+        malformed_packets += r.classifier.malformed[i];
+        malformed +=
+            (malformed.empty() ? "" : ", ") +
+            std::string(classifier::to_string(static_cast<classifier::MalformedReason>(i))) + " " +
+            std::to_string(r.classifier.malformed[i]);
+    }
+    if (malformed_packets != 0)
+        std::printf("  %-28s %14llu packets (%s)\n", "malformed, by reason",
+                    static_cast<unsigned long long>(malformed_packets), malformed.c_str());
     std::printf("\n  %-12s %-28s %12s %12s %10s %12s\n", "port", "device", "rx", "tx", "refused",
                 "NIC lost rx");
     for (size_t p = 0; p < c.ports.size(); ++p) {

@@ -1,13 +1,14 @@
 // Final statistics of a policy run: a human table or one JSON object with totals, drops by
-// cause, per-port and per-class counters, lcore roles and the time of their busy loop passes,
-// cycles per packet per stage, and the mbuf pools' in-use counts at start and end. Control
-// path; not thread-safe.
+// cause, per-port and per-class counters, the classifiers' counters (malformed by reason), lcore
+// roles and the time of their busy loop passes, cycles per packet per stage, and the mbuf pools'
+// in-use counts at start and end. Control path; not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "classifier/classifier.h"
 #include "dataplane/pipeline_counters.h"
 
 namespace twinlane::dataplane {
@@ -35,6 +36,7 @@ struct RunReport {
     };
     std::vector<Lcore> lcores;
     CounterSnapshot counters;
+    classifier::ClassifierCounters classifier;  // the RX lcores' classifiers summed
     uint64_t queued = 0;  // still inside the pipeline after shutdown (0 when it completed)
     double elapsed_s = 0;
     uint64_t tsc_hz = 1;

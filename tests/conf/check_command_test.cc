@@ -158,8 +158,7 @@ TEST(CheckCommand, ChecksEveryFileGivenByPosition) {
     std::ostringstream out2, err2;
     EXPECT_EQ(run_cli({"check", kBroken, kDefault}, out2, err2), 1);
     EXPECT_NE(out2.str().find("OK: " + kDefault + ":"), std::string::npos) << "checked after";
-    EXPECT_NE(err2.str().find(kBroken + ":8:5: ports[0].rx_queus: unknown key"),
-              std::string::npos);
+    EXPECT_NE(err2.str().find(kBroken + ":8:5: ports[0].rx_queus: unknown key"), std::string::npos);
 
     std::ostringstream out3, err3;
     EXPECT_EQ(run_cli({"check", "-c", kDefault, "-c", kDefault}, out3, err3), 0);

@@ -166,9 +166,20 @@ TEST(MetricsText, QdiscStyleQueueSeries) {
     EXPECT_EQ(text.find("_packets_out_total"), std::string::npos);
 }
 
-// A daemon's status: ports with their links, change counters, the applied epoch.
+// A daemon's status: ports with their links, change counters, the applied epoch, the
+// classifiers' counters.
 class DaemonStatusApi : public FakeDaemonApi {
   public:
+    static nlohmann::json classifier() {
+        classifier::ClassifierCounters c;
+        c.malformed[size_t(classifier::MalformedReason::vlan_truncated)] = 11;
+        c.flow_inserts = 6;
+        c.flow_overflows = 2;
+        c.fragments_unmatched = 3;
+        c.elephants_detected = 1;
+        c.reclassifications = 9;
+        return classifier_counters_to_json(c);
+    }
     ApiResult status() override {
         return ApiResult::success(
             {{"version", "9.8.7"},
@@ -180,6 +191,7 @@ class DaemonStatusApi : public FakeDaemonApi {
                {"class_set", {{"applied", 3}, {"refused", 0}}}}},
              {"policy_last_load_ok", false},
              {"reloads", {{"attempts", 3}, {"failures", 1}, {"last_error", "bad"}}},
+             {"classifier", classifier()},
              {"ports", nlohmann::json::array({{{"name", "west"},
                                                {"link_up", true},
                                                {"speed_mbps", 25000},
@@ -212,6 +224,20 @@ TEST(MetricsText, StatusSeriesFromTheDaemon) {
               std::string::npos);
     EXPECT_NE(text.find("twinlane_port_policy_rate_bits_per_second{port=\"east\"} 10000000000\n"),
               std::string::npos);
+    // Every malformed reason is a series from the start (0 until seen), so rate() works.
+    EXPECT_NE(text.find("twinlane_malformed_packets_total{reason=\"vlan_truncated\"} 11\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_malformed_packets_total{reason=\"l4_truncated\"} 0\n"),
+              std::string::npos);
+    EXPECT_EQ(text.find("reason=\"none\""), std::string::npos);
+    EXPECT_NE(text.find("twinlane_classifier_flows_inserted_total 6\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_classifier_flow_table_overflows_total 2\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_classifier_fragments_total{result=\"followed\"} 0\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_classifier_fragments_total{result=\"unmatched\"} 3\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_classifier_elephants_total 1\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_classifier_reclassifications_total 9\n"), std::string::npos);
 }
 
 // A port with PFC: one entry per priority the daemon saw activity on.

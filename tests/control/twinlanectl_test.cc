@@ -14,6 +14,8 @@
 #include "conf/load_policy.h"
 #include "control/control_server.h"
 #include "control/policy_store.h"
+#include "control/stats_json.h"
+#include "fake_daemon_api.h"
 #include "socket_test_util.h"
 
 namespace twinlane::control {
@@ -69,6 +71,46 @@ TEST_F(TwinlanectlTest, StatusTable) {
     EXPECT_NE(r.out.find("PORT"), std::string::npos);
     EXPECT_NE(r.out.find("west"), std::string::npos);
     EXPECT_NE(r.out.find("net_null1"), std::string::npos);
+}
+
+// A daemon's status carries its classifiers' counters: twinlanectl prints malformed packets by
+// reason (those seen only) and the flow table's and heuristics' counts.
+class ClassifierStatusApi : public testing::FakeDaemonApi {
+  public:
+    ApiResult status() override {
+        ApiResult base = FakeDaemonApi::status();
+        nlohmann::json out = base.value();
+        classifier::ClassifierCounters c;
+        c.malformed[size_t(classifier::MalformedReason::ipv4_truncated)] = 7;
+        c.malformed[size_t(classifier::MalformedReason::l4_truncated)] = 2;
+        c.flow_inserts = 40;
+        c.flow_overflows = 3;
+        c.fragments_followed = 5;
+        c.fragments_unmatched = 1;
+        c.elephants_detected = 2;
+        c.reclassifications = 4;
+        out["classifier"] = classifier_counters_to_json(c);
+        return ApiResult::success(std::move(out));
+    }
+};
+
+TEST(TwinlanectlStatus, PrintsTheClassifiersCounters) {
+    TempDir dir;
+    ClassifierStatusApi api;
+    const std::string socket = dir.path() + "/ctl.sock";
+    ControlServer server(api, ControlServerOptions{.socket_path = socket});
+    ASSERT_FALSE(server.start());
+    const std::vector<const char*> argv{"twinlanectl", "-s", socket.c_str(), "status"};
+    std::ostringstream out, err;
+    ASSERT_EQ(run_twinlanectl(static_cast<int>(argv.size()), argv.data(), out, err), kExitOk)
+        << err.str();
+    EXPECT_NE(out.str().find("classifier: 40 flows inserted, 3 not cached (table full), 6 later "
+                             "fragments (1 unmatched), 2 elephants, 4 reclassifications\n"),
+              std::string::npos)
+        << out.str();
+    EXPECT_NE(out.str().find("malformed: 9 (ipv4_truncated 7, l4_truncated 2)\n"),
+              std::string::npos)
+        << out.str();
 }
 
 TEST_F(TwinlanectlTest, JsonOutputIsTheRawResult) {
