@@ -426,8 +426,9 @@ class Session {
     std::string command_;
 };
 
+// A duration ("500ms", "2s") or, as `watch -n` and `ping -i` take it, a number of seconds.
 std::optional<std::chrono::nanoseconds> parse_interval(const std::string& text) {
-    auto ns = conf::parse_duration_ns(text);
+    auto ns = conf::parse_option_duration_ns(text, 1'000'000'000);
     if (!ns) return std::nullopt;
     return std::chrono::nanoseconds(*ns);
 }
@@ -522,7 +523,8 @@ int run_twinlanectl(int argc, const char* const* argv, std::ostream& out, std::o
     auto timeout = parse_interval(options.timeout_text);
     if (!timeout || *timeout < std::chrono::milliseconds(1)) {
         err << "twinlanectl: --timeout: '" << options.timeout_text
-            << "' is not a duration such as 500ms or 5s\n";
+            << "' is not a duration such as 500ms or 5s (or a number of seconds) of at least "
+               "1ms\n";
         return kExitUsage;
     }
     options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
@@ -591,7 +593,8 @@ int run_twinlanectl(int argc, const char* const* argv, std::ostream& out, std::o
             auto interval = parse_interval(watch_interval);
             if (!interval || *interval < std::chrono::milliseconds(10)) {
                 err << "twinlanectl: --interval: '" << watch_interval
-                    << "' is not a duration of at least 10ms\n";
+                    << "' is not a duration such as 500ms or 2s (or a number of seconds) of at "
+                       "least 10ms\n";
                 return kExitUsage;
             }
             const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);

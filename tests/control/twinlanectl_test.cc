@@ -209,6 +209,18 @@ TEST_F(TwinlanectlTest, UsageErrorsExitTwo) {
     EXPECT_EQ(run({"watch", "--interval", "10ms", "--count", "-1"}).code, kExitUsage);
     EXPECT_EQ(run({"watch", "--interval", "10ms", "--count=-1"}).code, kExitUsage);
     EXPECT_EQ(run({"flows", "--top", "-1"}).code, kExitUsage);
+    EXPECT_EQ(run({"watch", "--interval", "0.001", "--count", "1"}).code, kExitUsage)
+        << "1 ms: below the 10 ms floor";
+}
+
+// Time options take a duration or, as `watch -n` does, a bare number of seconds.
+TEST_F(TwinlanectlTest, BareNumbersAreSeconds) {
+    EXPECT_EQ(run({"watch", "--interval", "0.01", "--count", "2"}).code, kExitOk);
+    const std::vector<const char*> argv{"twinlanectl", "-s", socket_.c_str(),
+                                        "--timeout",   "2",  "status"};
+    std::ostringstream out, err;
+    EXPECT_EQ(run_twinlanectl(static_cast<int>(argv.size()), argv.data(), out, err), kExitOk)
+        << err.str();
 }
 
 TEST(TwinlanectlNotRunning, ExitsThreeWithAClearMessage) {
