@@ -156,20 +156,18 @@ void print_report(const RunReport& r, bool json) {
     }
     std::printf("  %-28s %14llu packets\n", "still queued",
                 static_cast<unsigned long long>(r.queued));
-    // Counted whatever the policy did with them (dropped above, or sent in the default class).
-    std::string malformed;
-    uint64_t malformed_packets = 0;
-    for (size_t i = 1; i < classifier::kMalformedReasonCount; ++i) {
-        if (r.classifier.malformed[i] == 0) continue;
-        malformed_packets += r.classifier.malformed[i];
-        malformed +=
-            (malformed.empty() ? "" : ", ") +
-            std::string(classifier::to_string(static_cast<classifier::MalformedReason>(i))) + " " +
-            std::to_string(r.classifier.malformed[i]);
-    }
-    if (malformed_packets != 0)
+    // Counted whatever the policy did with them (dropped above, or sent in the default class);
+    // the same totals and reason names as the JSON report.
+    const nlohmann::json classified = control::classifier_counters_to_json(r.classifier);
+    if (const uint64_t malformed = classified["malformed_packets"]; malformed != 0) {
+        std::string reasons;
+        for (const auto& [reason, packets] : classified["malformed"].items()) {
+            if (packets.get<uint64_t>() == 0) continue;
+            reasons += (reasons.empty() ? "" : ", ") + reason + " " + packets.dump();
+        }
         std::printf("  %-28s %14llu packets (%s)\n", "malformed, by reason",
-                    static_cast<unsigned long long>(malformed_packets), malformed.c_str());
+                    static_cast<unsigned long long>(malformed), reasons.c_str());
+    }
     std::printf("\n  %-12s %-28s %12s %12s %10s %12s\n", "port", "device", "rx", "tx", "refused",
                 "NIC lost rx");
     for (size_t p = 0; p < c.ports.size(); ++p) {
