@@ -227,7 +227,7 @@ int run(const RunArgs& args) {
 }
 }  // namespace
 
-void add_run_command(CLI::App& app, int& exit_code) {
+void add_run_command(CLI::App& app, const std::vector<std::string>& eal_args, int& exit_code) {
     auto args = std::make_shared<RunArgs>();
     // Options of one mode only: `twinlane run -c POLICY` (the scheduled pipeline) or without it
     // (the FIFO slice between two ports); each is marked where it is added.
@@ -323,8 +323,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
         cmd->add_option("--metrics-port", args->metrics_port,
                         "Metrics HTTP port instead of the policy's metrics.port; 0: off (-c)")
             ->check(CLI::Range(0, 65535)));
-    cmd->add_option("eal_args", args->eal_args, "DPDK EAL arguments, after --");
-    cmd->callback([args, &exit_code, &app, policy_only, fifo_only]() {
+    cmd->callback([args, &eal_args, &exit_code, &app, policy_only, fifo_only]() {
+        args->eal_args = eal_args;
         // An option of the other mode would be silently ignored: refuse it, named.
         const bool policy = !args->policy_path.empty();
         for (const CLI::Option* option : policy ? *fifo_only : *policy_only) {

@@ -352,7 +352,7 @@ int send(const SendArgs& args) {
 
 }  // namespace
 
-void add_send_command(CLI::App& app, int& exit_code) {
+void add_send_command(CLI::App& app, const std::vector<std::string>& eal_args, int& exit_code) {
     auto args = std::make_shared<SendArgs>();
     CLI::App* cmd = app.add_subcommand(
         "send",
@@ -387,8 +387,10 @@ void add_send_command(CLI::App& app, int& exit_code) {
         ->check(CLI::Range(0u, 60'000u))
         ->capture_default_str();
     cmd->add_flag("--json", args->json, "Print the report as one JSON object");
-    cmd->add_option("eal", args->eal_args, "DPDK EAL arguments (after --)");
-    cmd->callback([args, &exit_code]() { exit_code = send(*args); });
+    cmd->callback([args, &eal_args, &exit_code]() {
+        args->eal_args = eal_args;
+        exit_code = send(*args);
+    });
 }
 
 }  // namespace twinlane::dataplane

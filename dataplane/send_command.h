@@ -3,6 +3,9 @@
 // which file-backed PMDs such as net_pcap (read as fast as they are polled) cannot give.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace CLI {
 class App;
 }
@@ -10,6 +13,7 @@ class App;
 namespace twinlane::dataplane {
 
 // Registers the `send` subcommand; its exit code is written to `exit_code` when it runs.
-void add_send_command(CLI::App& app, int& exit_code);
+// `eal_args`: the command line's arguments after `--`, read when the command runs.
+void add_send_command(CLI::App& app, const std::vector<std::string>& eal_args, int& exit_code);
 
 }  // namespace twinlane::dataplane

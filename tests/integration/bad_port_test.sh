@@ -138,6 +138,20 @@ for value in garbage 12abc -5 99999999999999999999999 9223372036855; do
     grep -q -- "--idle-exit: '$value'" "$WORK/idle.txt" || { cat "$WORK/idle.txt"; fail "--idle-exit $value not named"; }
 done
 echo "PASS: bad --idle-exit values refused: $(head -1 "$WORK/idle.txt")"
+
+# An unknown option with a value before `--` is named; the EAL arguments after `--` are not
+# blamed for it (they were, once the value had been taken as the first EAL argument).
+rc=0
+"$twinlane" run -c "$WORK/cooked.yaml" --report-json out.json -- "${EAL_BASE[@]}" -l 0 \
+    >"$WORK/unknown.txt" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || { cat "$WORK/unknown.txt"; fail "unknown option: exit $rc"; }
+grep -q "not expected: .*--report-json" "$WORK/unknown.txt" && ! grep -q -- "--no-pci" "$WORK/unknown.txt" ||
+    { cat "$WORK/unknown.txt"; fail "the unknown option is not the one named"; }
+rc=0
+"$twinlane" check "$WORK/cooked.yaml" -- -l 0 >"$WORK/unknown.txt" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] && grep -q "after -- are DPDK EAL arguments" "$WORK/unknown.txt" ||
+    { cat "$WORK/unknown.txt"; fail "check took EAL arguments (exit $rc)"; }
+echo "PASS: an unknown option before -- is named: $(head -1 "$WORK/unknown.txt")"
 conf=$(cd "$(dirname "$0")/../../conf" && pwd)
 "$twinlane" gen -o "$WORK/small.pcap" --duration 2ms >/dev/null 2>&1 || fail "gen"
 for value in 0 0G 11T; do
