@@ -1,5 +1,7 @@
 #include "dataplane/port.h"
 
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -13,6 +15,15 @@ namespace twinlane::dataplane {
 namespace {
 std::string describe(uint16_t port_id, const char* step, int rc) {
     return "port " + port_name(port_id) + ": " + step + " failed: " + rte_strerror(-rc);
+}
+
+// Whether the port's device string (e.g. "net_pcap0,rx_pcap=in.pcap,infinite_rx=1") carries
+// `argument`.
+bool has_device_argument(const rte_eth_dev_info& info, std::string_view argument) {
+    if (info.device == nullptr) return false;
+    const rte_devargs* devargs = rte_dev_devargs(info.device);
+    return devargs != nullptr && devargs->args != nullptr &&
+           std::string_view(devargs->args).find(argument) != std::string_view::npos;
 }
 }  // namespace
 
@@ -115,6 +126,11 @@ bool start_port(uint16_t port_id, const PortSettings& settings, rte_mempool* poo
         rc = rte_eth_rx_queue_setup(port_id, q, nb_rxd, socket_id, nullptr, pool);
         if (rc != 0) {
             error = describe(port_id, "RX queue setup", rc);
+            // net_pcap refuses it (EINVAL, after its own log line) when infinite_rx=1 meets a
+            // frame that needs more than one mbuf: it loops single-segment mbufs only.
+            if (rc == -EINVAL && has_device_argument(info, "infinite_rx=1"))
+                error += " (with infinite_rx=1, net_pcap loops only frames that fit one mbuf, " +
+                         std::to_string(buf_len) + " bytes: the capture holds a larger one)";
             return false;
         }
     }

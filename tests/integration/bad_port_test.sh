@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A port name that does not exist gives a clear error naming it, and a non-zero exit code; so
 # do a pcap input whose capture is not Ethernet (a pcapng one that turns non-Ethernet is said
-# before the run), more RX queues than a device has, flow tables
-# beyond memory, and bad option values (--idle-exit, replay --link-rate).
+# before the run), more RX queues than a device has, a looped (net_pcap infinite_rx) capture with
+# frames above one mbuf, flow tables beyond memory, and bad option values (--idle-exit, replay
+# --link-rate, an unknown option before --).
 # Usage: bad_port_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
 twinlane=$1
@@ -90,6 +91,19 @@ timeout 60 "$twinlane" run -c "$WORK/queues.yaml" --no-control --duration 1 -- "
 grep -q "port 'capture' .* failed to start: rx_queues 2: the device has at most 1 RX queue" \
     "$WORK/queues.txt" || { cat "$WORK/queues.txt"; fail "error does not name the port and rx_queues"; }
 echo "PASS: more RX queues than the device has refused: $(grep -o "rx_queues 2: [^(]*" "$WORK/queues.txt")"
+
+# net_pcap's infinite_rx loops single-mbuf frames only; a capture with jumbo frames (gen's
+# training) is refused at start with the reason, not only DPDK's bare EINVAL.
+sed -e "s|cooked.pcap\", rate: 1G}|eth.pcap,infinite_rx=1\", rate: 1G}|" "$WORK/cooked.yaml" \
+    >"$WORK/loop.yaml"
+grep -q "infinite_rx=1" "$WORK/loop.yaml" || fail "loop.yaml: $(cat "$WORK/loop.yaml")"
+rc=0
+timeout 60 "$twinlane" run -c "$WORK/loop.yaml" --no-control --duration 1 -- "${EAL_BASE[@]}" \
+    -l 0 >"$WORK/loop.txt" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || { cat "$WORK/loop.txt"; fail "infinite_rx over jumbo frames: exit code $rc"; }
+grep -q "port 'capture' .* failed to start: .*net_pcap loops only frames that fit one mbuf" \
+    "$WORK/loop.txt" || { cat "$WORK/loop.txt"; fail "infinite_rx refusal gives no reason"; }
+echo "PASS: infinite_rx over jumbo frames refused: $(grep -o "(with infinite_rx.*" "$WORK/loop.txt")"
 
 # Flow tables larger than the machine's available memory (every RX lcore builds one, touched
 # at start) are an error naming the setting, not an out-of-memory kill. 2^24 flows x 16 slots
