@@ -193,6 +193,37 @@ YamlExtent measure_yaml(const std::string& text, size_t max_nodes) {
     return extent;
 }
 
+namespace {
+
+// Errors quote what the file (or a control request) said; a control character in it (a name
+// "a\nb", a terminal escape) would break the one-error-per-line output or act on the terminal,
+// so it is shown escaped, as C writes it.
+std::string escape_control_characters(std::string text) {
+    const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
+    if (std::none_of(text.begin(), text.end(), control)) return text;
+    std::string out;
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (!control(c)) {
+            out += c;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else {
+            static constexpr char kHex[] = "0123456789abcdef";
+            out += "\\x";
+            out += kHex[byte >> 4];
+            out += kHex[byte & 0xf];
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
 void ErrorList::add(const YAML::Mark& at, std::string key_path, std::string reason) {
     if (errors_.size() >= kMaxListed) {
         ++unlisted_;
@@ -202,8 +233,8 @@ void ErrorList::add(const YAML::Mark& at, std::string key_path, std::string reas
     errors_.push_back(PolicyError{.file = file_,
                                   .line = known ? at.line + 1 : 0,
                                   .column = known ? at.column + 1 : 0,
-                                  .key_path = std::move(key_path),
-                                  .reason = std::move(reason)});
+                                  .key_path = escape_control_characters(std::move(key_path)),
+                                  .reason = escape_control_characters(std::move(reason))});
 }
 
 std::string join_path(const std::string& parent, std::string_view key) {

@@ -59,6 +59,20 @@ TEST(PolicyErrors, UnknownKeyWithoutCloseMatchHasNoSuggestion) {
               std::string::npos);
 }
 
+TEST(PolicyErrors, ControlCharactersInQuotedTextAreEscaped) {
+    // One error per line, whatever the file says: a newline or a terminal escape in a name or a
+    // key is shown escaped.
+    const PolicyResult result = base_with(
+        "\"bad\\tkey\": 1\n"
+        "classifier: {rules: [{name: \"r\\nx\\e[2J\", priority: 1, match: {}, action: {class: "
+        "gold}}]}\n");
+    expect_error(result, "bad\\tkey", 13, 1, "unknown key 'bad\\tkey'");
+    expect_error(result, "classifier.rules[0].name", 14, 29, "'r\\nx\\x1b[2J' is not a valid name");
+    for (const PolicyError& error : result.errors)
+        EXPECT_EQ(error.to_string().find_first_of("\n\t\x1b"), std::string::npos)
+            << error.to_string();
+}
+
 TEST(PolicyErrors, RepeatedKey) {
     const PolicyResult result = base_with("log_level: info\nlog_level: debug\n");
     expect_error(result, "log_level", 14, 1, "given twice");
