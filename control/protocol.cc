@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <exception>
+#include <filesystem>
+#include <system_error>
+#include <vector>
 
 namespace twinlane::control {
 namespace {
@@ -42,28 +45,52 @@ std::string unknown_args(const json& args, std::initializer_list<std::string_vie
     return "";
 }
 
-// Whether `requester` may read the file at `path` by its permission bits (see dispatch()).
+// The groups `requester` is in: its primary group and, from the user database, the
+// supplementary ones.
+std::vector<gid_t> groups_of(const Requester& requester) {
+    std::vector<gid_t> groups{requester.gid};
+    std::array<char, 4096> buffer{};
+    passwd entry{};
+    passwd* found = nullptr;
+    if (getpwuid_r(requester.uid, &entry, buffer.data(), buffer.size(), &found) != 0 ||
+        found == nullptr)
+        return groups;
+    std::array<gid_t, 256> listed{};
+    int count = static_cast<int>(listed.size());
+    if (getgrouplist(found->pw_name, requester.gid, listed.data(), &count) >= 0)
+        groups.assign(listed.begin(), listed.begin() + count);
+    return groups;
+}
+
+// Whether the mode bits of `st` give `requester` the permission `user_bit` (S_IRUSR or
+// S_IXUSR): as owner, else as a member of the file's group, else as anyone.
+bool permits(const struct stat& st, const Requester& requester, const std::vector<gid_t>& groups,
+             mode_t user_bit) {
+    if (st.st_uid == requester.uid) return (st.st_mode & user_bit) != 0;
+    const bool in_group = std::find(groups.begin(), groups.end(), st.st_gid) != groups.end();
+    return (st.st_mode & (in_group ? user_bit >> 3 : user_bit >> 6)) != 0;
+}
+
+// Whether `requester` may read the file at `path` by permission bits (see dispatch()): search
+// permission on every directory on the way, symlinks resolved, and read permission on the file.
 bool readable_by(const std::string& path, const Requester& requester) {
     if (requester.uid == 0) return true;
+    std::error_code error;
+    // Symlinks resolved in the part that exists; a missing rest is kept as written.
+    const std::filesystem::path resolved = std::filesystem::weakly_canonical(path, error);
+    if (error) return false;
+    const std::vector<gid_t> groups = groups_of(requester);
     struct stat st {};
-    if (stat(path.c_str(), &st) != 0) return true;  // missing: the loader says so itself
-    if (st.st_uid == requester.uid) return (st.st_mode & S_IRUSR) != 0;
-    bool in_group = st.st_gid == requester.gid;
-    if (!in_group) {
-        std::array<char, 4096> buffer{};
-        passwd entry{};
-        passwd* found = nullptr;
-        if (getpwuid_r(requester.uid, &entry, buffer.data(), buffer.size(), &found) == 0 &&
-            found != nullptr) {
-            std::array<gid_t, 256> groups{};
-            int count = static_cast<int>(groups.size());
-            if (getgrouplist(found->pw_name, requester.gid, groups.data(), &count) >= 0) {
-                in_group = std::find(groups.begin(), groups.begin() + count, st.st_gid) !=
-                           groups.begin() + count;
-            }
-        }
+    std::filesystem::path walked = resolved.root_path();
+    for (const std::filesystem::path& part : resolved.relative_path().parent_path()) {
+        if (stat(walked.c_str(), &st) != 0) return true;  // missing: the loader says so itself
+        if (!permits(st, requester, groups, S_IXUSR)) return false;
+        walked /= part;
     }
-    return (st.st_mode & (in_group ? S_IRGRP : S_IROTH)) != 0;
+    if (stat(walked.c_str(), &st) != 0) return true;
+    if (!permits(st, requester, groups, S_IXUSR)) return false;
+    if (stat(resolved.c_str(), &st) != 0) return true;
+    return permits(st, requester, groups, S_IRUSR);
 }
 
 ApiResult dispatch_checked(DaemonApi& api, const Request& request,

@@ -57,9 +57,10 @@ struct Requester {
 
 // Validates `request.args` for its command and calls `api`. Unknown commands and bad args are
 // failures; the API's own failures pass through. With a `requester`, policy.load reads only a
-// file that user may read itself (owner, group incl. supplementary groups, or other read bit;
-// root reads anything): the daemon's own rights do not extend to its clients, and a policy
-// error quotes the file's text. Never throws.
+// file that user may read itself (search permission on each directory on the way, symlinks
+// resolved, and read permission on the file, as owner, group incl. supplementary groups, or
+// other; root reads anything): the daemon's own rights do not extend to its clients, and a
+// policy error quotes the file's text. Never throws.
 ApiResult dispatch(DaemonApi& api, const Request& request,
                    const std::optional<Requester>& requester = std::nullopt);
 // True for commands that change the daemon (logged as applied/rejected).

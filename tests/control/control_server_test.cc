@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -179,6 +181,15 @@ TEST_F(ControlServerTest, CommandsReachTheApiWithTheirArguments) {
 // group must not read root-only files through the daemon (a policy error quotes the text).
 TEST(PolicyLoadRights, TheRequesterMustBeAbleToReadTheFile) {
     TempDir dir;
+    ASSERT_EQ(chmod(dir.path().c_str(), 0755), 0);  // mkdtemp's 0700 would stop anyone else
+    for (std::filesystem::path up = std::filesystem::path(dir.path()).parent_path();;
+         up = up.parent_path()) {
+        struct stat dir_stat {};
+        ASSERT_EQ(stat(up.c_str(), &dir_stat), 0) << up;
+        if ((dir_stat.st_mode & S_IXOTH) == 0)
+            GTEST_SKIP() << up << " is not searchable by other users: TMPDIR elsewhere";
+        if (up == up.root_path()) break;
+    }
     const std::string path = dir.path() + "/p.yaml";
     std::ofstream(path) << "version: 1\n";
     FakeDaemonApi api;
@@ -205,6 +216,25 @@ TEST(PolicyLoadRights, TheRequesterMustBeAbleToReadTheFile) {
     EXPECT_TRUE(load_as(stranger, other_group, 0644).ok());  // anyone may read
     EXPECT_TRUE(load_as(0, 0, 0600).ok());                   // root reads anything
     EXPECT_TRUE(dispatch(api, request).ok());                // no credentials: not checked
+
+    // A readable file in a directory the user may not search is out of its reach, and so of
+    // the daemon's on its behalf; so is one reached through a symlink into that directory.
+    const std::string closed = dir.path() + "/closed";
+    ASSERT_EQ(mkdir(closed.c_str(), 0700), 0);
+    const std::string inside = closed + "/q.yaml";
+    std::ofstream(inside) << "version: 1\n";
+    ASSERT_EQ(chmod(inside.c_str(), 0644), 0);
+    const std::string link = dir.path() + "/link.yaml";
+    ASSERT_EQ(symlink(inside.c_str(), link.c_str()), 0);
+    ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+    for (const std::string& target : {inside, link, closed + "/missing.yaml"}) {
+        request.args = {{"path", target}};
+        EXPECT_FALSE(dispatch(api, request, Requester{stranger, other_group}).ok()) << target;
+        EXPECT_TRUE(dispatch(api, request, Requester{st.st_uid, st.st_gid}).ok()) << target;
+    }
+    ASSERT_EQ(chmod(closed.c_str(), 0711), 0);  // search, but no listing: enough to reach it
+    request.args = {{"path", link}};
+    EXPECT_TRUE(dispatch(api, request, Requester{stranger, other_group}).ok());
 }
 
 TEST_F(ControlServerTest, SocketAndDirectoryPermissions) {
