@@ -188,7 +188,9 @@ class Connections {
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) == 0) {
             client.requester = Requester{peer.uid, peer.gid};
         }
-        spdlog::info("control: client {} connected", client.number);
+        // Debug: a liveness probe or a monitoring script connects every few seconds; changes
+        // are logged when applied or rejected.
+        spdlog::debug("control: client {} connected", client.number);
         clients_.push_back(std::move(client));
     }
 
@@ -298,7 +300,7 @@ class Connections {
             const bool done = client.failed || (client.read_closed && client.pending() == 0);
             if (done) {
                 close(client.fd);
-                spdlog::info("control: client {} disconnected", client.number);
+                spdlog::debug("control: client {} disconnected", client.number);
             }
             return done;
         });
