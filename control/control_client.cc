@@ -106,9 +106,10 @@ ControlClient::Reply ControlClient::request(std::string_view command, const nloh
         }
         reply.error = std::string("send: ") + std::strerror(errno);
         // A server refusing a client (too many) replies and closes before reading: the reply
-        // is still there to read.
+        // is still there to read. Without one, the daemon has gone (stopped, or restarted
+        // under `watch`), which "send: Broken pipe" did not say.
         if (errno != EPIPE && errno != ECONNRESET) return reply;
-        send_error = std::move(reply.error);
+        send_error = "the daemon closed the connection";
         break;
     }
     while (true) {

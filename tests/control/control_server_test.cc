@@ -61,6 +61,22 @@ TEST_F(ControlServerTest, AnswersAValidRequest) {
     EXPECT_EQ(reply["result"]["policy_epoch"], 3);
 }
 
+// A client whose daemon stops under it (watch across a restart) is told so, whether the next
+// request finds the connection reset or closed.
+TEST_F(ControlServerTest, AClientIsToldTheDaemonClosedTheConnection) {
+    auto connected = ControlClient::connect(socket_path_, std::chrono::seconds(2));
+    ASSERT_TRUE(connected.client) << connected.error;
+    ASSERT_TRUE(
+        connected.client->request("status", json::object(), std::chrono::seconds(2)).message);
+    server_->stop();
+    for (int attempt = 0; attempt < 2; ++attempt) {  // the first send may still succeed
+        const auto reply =
+            connected.client->request("status", json::object(), std::chrono::seconds(2));
+        EXPECT_FALSE(reply.message);
+        EXPECT_EQ(reply.error, "the daemon closed the connection");
+    }
+}
+
 TEST_F(ControlServerTest, PipelinedRequestsAreAnsweredInOrder) {
     RawClient client(socket_path_);
     std::string batch;
