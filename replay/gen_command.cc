@@ -1,6 +1,7 @@
 #include "replay/gen_command.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <memory>
@@ -144,7 +145,9 @@ void add_gen_command(CLI::App& app, std::ostream& out) {
         } catch (const std::invalid_argument& error) {
             throw CLI::ValidationError("gen", error.what());
         } catch (const PcapError& error) {
-            throw CLI::RuntimeError(error.what(), 1);
+            // CLI11 prints nothing for a RuntimeError: the reason is logged here.
+            spdlog::error("gen: {}", error.what());
+            throw CLI::RuntimeError(1);
         }
         out << "wrote " << summary.total.packets << " packets to " << run.output_path << "\n"
             << format_gen_summary(summary);

@@ -3,7 +3,7 @@
 # do a pcap input whose capture is not Ethernet (a pcapng one that turns non-Ethernet is said
 # before the run), more RX queues than a device has, a looped (net_pcap infinite_rx) capture with
 # frames above one mbuf, flow tables beyond memory, and bad option values (--idle-exit, replay
-# --link-rate, an unknown option before --).
+# --link-rate, an unknown option before --), an unwritable gen output.
 # Usage: bad_port_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
 twinlane=$1
@@ -177,6 +177,13 @@ for value in 0 0G 11T; do
         { cat "$WORK/rate.txt"; fail "--link-rate $value not named"; }
 done
 echo "PASS: replay --link-rate 0 and above 10T refused"
+
+# An output that cannot be written is said, not only an exit code (CLI11 prints nothing for it).
+rc=0
+"$twinlane" gen -o "$WORK/missing/x.pcap" --duration 2ms >"$WORK/gen.txt" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] && grep -q "gen: cannot write pcap '$WORK/missing/x.pcap'" "$WORK/gen.txt" ||
+    { cat "$WORK/gen.txt"; fail "gen into a missing directory: exit $rc, reason not said"; }
+echo "PASS: gen says why it cannot write: $(head -1 "$WORK/gen.txt")"
 
 # Queues that could hold more mbufs than any pool (250 x 1M-packet leaves) are refused when the
 # policy is read, at the port; a pool larger than EAL's memory is refused when it is created,
