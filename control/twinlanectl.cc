@@ -358,20 +358,23 @@ class Session {
     Session(const Options& options, std::ostream& out, std::ostream& err)
         : options_(options), out_(out), err_(err) {}
 
-    // Sends one request. On success returns the result; otherwise prints why and sets exit_code.
-    // Throws json::exception when the reply has the wrong shape.
+    // Sends one request. On success returns the result; otherwise prints why (unless
+    // quiet_transport and the daemon could not be reached) and sets exit_code. Throws
+    // json::exception when the reply has the wrong shape.
     std::optional<json> call(const std::string& command, const json& args) {
         command_ = command;
         if (!client_) {
             auto connected = ControlClient::connect(options_.socket, options_.timeout);
             if (!connected.client) {
                 if (connected.not_running) {
-                    err_ << "twinlane daemon not running at " << options_.socket << " ("
-                         << connected.error << ")\n";
+                    if (!quiet_transport)
+                        err_ << "twinlane daemon not running at " << options_.socket << " ("
+                             << connected.error << ")\n";
                     exit_code = kExitNotRunning;
                 } else {
-                    err_ << "cannot reach the twinlane daemon at " << options_.socket << " ("
-                         << connected.error << ")\n";
+                    if (!quiet_transport)
+                        err_ << "cannot reach the twinlane daemon at " << options_.socket << " ("
+                             << connected.error << ")\n";
                     exit_code = kExitTransport;
                 }
                 return std::nullopt;
@@ -380,8 +383,9 @@ class Session {
         }
         auto reply = client_->request(command, args, options_.timeout);
         if (!reply.message) {
-            err_ << "twinlanectl: " << command << ": " << reply.error << '\n';
+            if (!quiet_transport) err_ << "twinlanectl: " << command << ": " << reply.error << '\n';
             exit_code = kExitTransport;
+            client_.reset();  // a broken connection is not reused
             return std::nullopt;
         }
         const json& message = *reply.message;
@@ -417,6 +421,7 @@ class Session {
     const std::string& command() const { return command_; }
 
     int exit_code = kExitOk;
+    bool quiet_transport = false;  // an unreachable daemon sets exit_code without a message
 
   private:
     const Options& options_;
@@ -600,12 +605,29 @@ int run_twinlanectl(int argc, const char* const* argv, std::ostream& out, std::o
             const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
             const double seconds = std::chrono::duration<double>(*interval).count();
             std::optional<json> previous;
+            bool answered = false;  // once the daemon has answered, an outage is waited out
             for (uint64_t round = 0; watch_count == 0 || round < watch_count; ++round) {
                 if (round > 0) std::this_thread::sleep_for(*interval);
                 // The daemon closes connections idle for kClientIdleTimeout.
                 if (*interval >= kClientIdleTimeout / 2) session.disconnect();
                 auto result = session.call("stats", {{"scope", "classes"}});
-                if (!result) break;
+                if (!result) {
+                    const bool unreachable =
+                        session.exit_code == kExitNotRunning || session.exit_code == kExitTransport;
+                    if (!answered || !unreachable) break;
+                    // Stopped or restarting (systemctl restart): poll on, as watch(1) does.
+                    if (!session.quiet_transport)
+                        err << "twinlanectl: watch: waiting for the daemon at " << options.socket
+                            << '\n';
+                    session.quiet_transport = true;
+                    previous.reset();  // a restarted daemon counts from zero: no rates across
+                    continue;
+                }
+                if (session.quiet_transport)
+                    err << "twinlanectl: watch: the daemon answers again\n";
+                session.quiet_transport = false;
+                session.exit_code = kExitOk;
+                answered = true;
                 if (options.json_output) {
                     out << result->dump() << '\n';
                 } else {

@@ -200,6 +200,40 @@ TEST_F(TwinlanectlTest, WatchIsBoundedByCount) {
     EXPECT_EQ(std::count(j.out.begin(), j.out.end(), '\n'), 2);
 }
 
+// watch rides out a daemon restart: it says it waits, polls on, and shows the new daemon.
+TEST_F(TwinlanectlTest, WatchWaitsOutADaemonRestart) {
+    CtlRun r;
+    std::thread watcher([&] { r = run({"watch", "--interval", "20ms", "--count", "40"}); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    server_->stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    server_ =
+        std::make_unique<ControlServer>(*store_, ControlServerOptions{.socket_path = socket_});
+    ASSERT_FALSE(server_->start());
+    watcher.join();
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    const size_t waiting = r.err.find("watch: waiting for the daemon at " + socket_);
+    ASSERT_NE(waiting, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("waiting", r.err.find('\n', waiting)), std::string::npos)
+        << "said once: " << r.err;
+    EXPECT_NE(r.err.find("watch: the daemon answers again"), std::string::npos) << r.err;
+    size_t tables = 0;
+    for (size_t at = r.out.find("CLASS"); at != std::string::npos; at = r.out.find("CLASS", at + 1))
+        ++tables;
+    EXPECT_GT(tables, 10u);  // before and after the outage
+    EXPECT_LT(tables, 40u);  // not during it
+}
+
+// Before the daemon has answered once, watch does not wait: a wrong socket path is said at once.
+TEST(TwinlanectlNotRunning, WatchGivesUpAtOnceOnAnAbsentDaemon) {
+    TempDir dir;
+    const std::string socket = dir.path() + "/none.sock";
+    const char* argv[] = {"twinlanectl", "-s", socket.c_str(), "watch", "--interval", "10ms"};
+    std::ostringstream out, err;
+    EXPECT_EQ(run_twinlanectl(6, argv, out, err), kExitNotRunning);
+    EXPECT_EQ(err.str().find("waiting"), std::string::npos) << err.str();
+}
+
 TEST_F(TwinlanectlTest, UsageErrorsExitTwo) {
     EXPECT_EQ(run({"stats", "disks"}).code, kExitUsage);
     EXPECT_EQ(run({"frobnicate"}).code, kExitUsage);
