@@ -16,11 +16,6 @@ bool is_identifier(std::string_view name) {
     });
 }
 
-bool has_control_character(std::string_view text) {
-    return std::any_of(text.begin(), text.end(),
-                       [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
-}
-
 std::optional<std::string> read_name(const Field& field, ErrorList& errors) {
     auto name = read_string(field, errors);
     if (name && !is_identifier(*name)) {

@@ -18,9 +18,9 @@ namespace twinlane::conf {
 bool is_identifier(std::string_view name);
 std::optional<std::string> read_name(const Field& field, ErrorList& errors);
 
-// Paths and device arguments reach C APIs, where a NUL cuts them short (the daemon would use a
-// different path than the one checked); other control characters are never meant.
-bool has_control_character(std::string_view text);
+// has_control_character (conf/yaml_fields.h): paths and device arguments reach C APIs, where a
+// NUL cuts them short (the daemon would use a different path than the one checked); other
+// control characters are never meant.
 inline constexpr const char* kControlCharacterReason =
     "must not contain control characters (NUL, newline, tab, ...)";
 

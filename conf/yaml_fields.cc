@@ -193,18 +193,25 @@ YamlExtent measure_yaml(const std::string& text, size_t max_nodes) {
     return extent;
 }
 
+bool is_control_character(char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+}
+
+bool has_control_character(std::string_view text) {
+    return std::any_of(text.begin(), text.end(), is_control_character);
+}
+
 namespace {
 
 // Errors quote what the file (or a control request) said; a control character in it (a name
 // "a\nb", a terminal escape) would break the one-error-per-line output or act on the terminal,
 // so it is shown escaped, as C writes it.
 std::string escape_control_characters(std::string text) {
-    const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
-    if (std::none_of(text.begin(), text.end(), control)) return text;
+    if (!has_control_character(text)) return text;
     std::string out;
     for (const char c : text) {
         const auto byte = static_cast<unsigned char>(c);
-        if (!control(c)) {
+        if (!is_control_character(c)) {
             out += c;
         } else if (c == '\n') {
             out += "\\n";

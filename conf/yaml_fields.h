@@ -70,6 +70,10 @@ inline constexpr size_t kMaxYamlDepth = 64;
 YamlExtent measure_yaml(const std::string& text, size_t max_nodes);
 // Well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points above U+10FFFF).
 bool is_utf8(std::string_view text);
+// C0 controls (NUL, newline, tab, ...) and DEL: refused in paths, addresses and device names
+// (conf/policy_values.h), shown escaped where an error quotes them.
+bool is_control_character(char c);
+bool has_control_character(std::string_view text);
 
 struct Field {
     YAML::Node node;

@@ -20,8 +20,9 @@ namespace twinlane::control::testing {
 
 class TempDir {
   public:
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "twinlane-ctl-XXXXXX");
+    // Under `base` (default: TMPDIR or /tmp).
+    explicit TempDir(const std::filesystem::path& base = std::filesystem::temp_directory_path()) {
+        std::string pattern = base / "twinlane-ctl-XXXXXX";
         if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
     }
     ~TempDir() {

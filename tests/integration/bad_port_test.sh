@@ -78,18 +78,25 @@ assert r["rx_packets"] == 4 and r["ports"][0]["nic"]["rx_errors"] >= 1, r["ports
 PY
 echo "PASS: a record libpcap cannot read is said before the run: $(grep -o "libpcap cannot.*" "$WORK/mixed.txt")"
 
+# A policy that `twinlane run` must refuse when it starts its ports: exit non-zero (no signal)
+# with an error matching PATTERN. Usage: refused_at_start NAME POLICY PATTERN WHAT
+refused_at_start() {
+    local rc=0
+    timeout 60 "$twinlane" run -c "$2" --no-control --duration 1 -- "${EAL_BASE[@]}" -l 0 \
+        >"$WORK/$1.txt" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || { cat "$WORK/$1.txt"; fail "$4: exit code $rc"; }
+    grep -q "$3" "$WORK/$1.txt" || { cat "$WORK/$1.txt"; fail "$4: the error does not say why"; }
+}
+
 # More RX queues than the device has (net_pcap: one per rx_pcap) is refused at start, naming
 # the port and the setting; the lcore polled the missing queue and net_pcap crashed (SIGSEGV).
 "$twinlane" gen -o "$WORK/eth.pcap" --duration 2ms >/dev/null
 sed -e "s|cooked.pcap\", rate: 1G}|eth.pcap\", rate: 1G, rx_queues: 2}|" "$WORK/cooked.yaml" \
     >"$WORK/queues.yaml"
 grep -q "rx_queues: 2" "$WORK/queues.yaml" || fail "queues.yaml: $(cat "$WORK/queues.yaml")"
-rc=0
-timeout 60 "$twinlane" run -c "$WORK/queues.yaml" --no-control --duration 1 -- "${EAL_BASE[@]}" \
-    -l 0 >"$WORK/queues.txt" 2>&1 || rc=$?
-[ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || { cat "$WORK/queues.txt"; fail "rx_queues 2 on one rx_pcap: exit code $rc"; }
-grep -q "port 'capture' .* failed to start: rx_queues 2: the device has at most 1 RX queue" \
-    "$WORK/queues.txt" || { cat "$WORK/queues.txt"; fail "error does not name the port and rx_queues"; }
+refused_at_start queues "$WORK/queues.yaml" \
+    "port 'capture' .* failed to start: rx_queues 2: the device has at most 1 RX queue" \
+    "rx_queues 2 on one rx_pcap"
 echo "PASS: more RX queues than the device has refused: $(grep -o "rx_queues 2: [^(]*" "$WORK/queues.txt")"
 
 # net_pcap's infinite_rx loops single-mbuf frames only; a capture with jumbo frames (gen's
@@ -97,12 +104,9 @@ echo "PASS: more RX queues than the device has refused: $(grep -o "rx_queues 2: 
 sed -e "s|cooked.pcap\", rate: 1G}|eth.pcap,infinite_rx=1\", rate: 1G}|" "$WORK/cooked.yaml" \
     >"$WORK/loop.yaml"
 grep -q "infinite_rx=1" "$WORK/loop.yaml" || fail "loop.yaml: $(cat "$WORK/loop.yaml")"
-rc=0
-timeout 60 "$twinlane" run -c "$WORK/loop.yaml" --no-control --duration 1 -- "${EAL_BASE[@]}" \
-    -l 0 >"$WORK/loop.txt" 2>&1 || rc=$?
-[ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || { cat "$WORK/loop.txt"; fail "infinite_rx over jumbo frames: exit code $rc"; }
-grep -q "port 'capture' .* failed to start: .*net_pcap loops only frames that fit one mbuf" \
-    "$WORK/loop.txt" || { cat "$WORK/loop.txt"; fail "infinite_rx refusal gives no reason"; }
+refused_at_start loop "$WORK/loop.yaml" \
+    "port 'capture' .* failed to start: .*net_pcap loops only frames that fit one mbuf" \
+    "infinite_rx over jumbo frames"
 echo "PASS: infinite_rx over jumbo frames refused: $(grep -o "(with infinite_rx.*" "$WORK/loop.txt")"
 
 # Flow tables larger than the machine's available memory (every RX lcore builds one, touched
