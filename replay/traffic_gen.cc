@@ -1,7 +1,9 @@
 #include "replay/traffic_gen.h"
 
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
+#include <string>
 
 #include "replay/pcap_io.h"
 #include "replay/roce.h"
@@ -59,6 +61,13 @@ void require(bool condition, const std::string& message) {
     if (!condition) throw std::invalid_argument(message);
 }
 
+// "12.5 ms": the generator's options are durations the user gave in any unit.
+std::string milliseconds_text(uint64_t ns) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g ms", static_cast<double>(ns) / 1e6);
+    return text;
+}
+
 }  // namespace
 
 const char* traffic_class_name(TrafficClass traffic_class) {
@@ -96,11 +105,16 @@ void validate(const GenOptions& options) {
                 options.surge_factor <= 1000,
             "surge factor must be between 1 and 1000");
     if (options.surge_factor > 1) {
-        require(options.surge_end_ns > options.surge_start_ns &&
-                    options.surge_end_ns <= options.duration_ns,
-                "surge interval must lie inside the duration (start before end)");
+        // The defaults (10-30 ms) outlast a short --duration: the values say which bound to move.
+        const std::string interval = "surge interval " + milliseconds_text(options.surge_start_ns) +
+                                     " to " + milliseconds_text(options.surge_end_ns);
+        require(options.surge_end_ns > options.surge_start_ns,
+                interval + ": the start must come before the end");
+        require(
+            options.surge_end_ns <= options.duration_ns,
+            interval + " must end within the duration, " + milliseconds_text(options.duration_ns));
         require(options.surge_end_ns - options.surge_start_ns >= 2'000'000,
-                "surge interval must be at least 2 ms");
+                interval + " must last at least 2 ms");
         require(options.surge_clients <= 4000, "surge clients must be at most 4000");
         require(options.surge_clients != 0 || options.inference_clients != 0,
                 "a surge needs clients (surge clients, or inference clients)");

@@ -353,6 +353,35 @@ TEST(GenOptionsValidation, RejectsOutOfRangeValues) {
     EXPECT_THROW(write_traffic_pcap(no_output), std::invalid_argument);
 }
 
+// gen's default surge (10-30 ms) does not fit a 20 ms trace: the refusal gives the values.
+TEST(GenOptionsValidation, ASurgeOutsideTheTraceNamesItsBounds) {
+    const auto refusal = [](auto mutate) {
+        GenOptions options;
+        options.surge_factor = 5;
+        options.surge_start_ns = 10'000'000;
+        options.surge_end_ns = 30'000'000;
+        mutate(options);
+        try {
+            validate(options);
+        } catch (const std::invalid_argument& error) {
+            return std::string(error.what());
+        }
+        return std::string("accepted");
+    };
+    EXPECT_EQ(refusal([](GenOptions& o) { o.duration_ns = 20'000'000; }),
+              "surge interval 10 ms to 30 ms must end within the duration, 20 ms");
+    EXPECT_EQ(refusal([](GenOptions& o) { o.surge_end_ns = o.surge_start_ns; }),
+              "surge interval 10 ms to 10 ms: the start must come before the end");
+    EXPECT_EQ(refusal([](GenOptions& o) { o.surge_end_ns = 11'500'000; }),
+              "surge interval 10 ms to 11.5 ms must last at least 2 ms");
+    EXPECT_EQ(refusal([](GenOptions&) {}), "accepted");
+}
+
+TEST(GenOptionsValidation, AnOutputIsRequired) {
+    GenOptions no_output;
+    EXPECT_THROW(write_traffic_pcap(no_output), std::invalid_argument);
+}
+
 TEST(GeneratorWithoutTraining, ZeroLoadClassesProduceNothing) {
     GenOptions options;
     options.duration_ns = 5'000'000;
