@@ -50,7 +50,39 @@ void Classifier::use_rules(const CompiledRuleTable& rules) {
     counters_.per_rule.assign(rules.rule_count(), RuleCounters{});
 }
 
+uint32_t job_from_source(const PacketKey& key, uint8_t prefix_ipv4, uint8_t prefix_ipv6) {
+    const uint8_t version = key_ip_version(key);
+    if (version == 4 && prefix_ipv4 != 0) {
+        const uint64_t address = key.words[0] >> 32;
+        return static_cast<uint32_t>(address >> (32 - prefix_ipv4));
+    }
+    if (version == 6 && prefix_ipv6 != 0) {
+        // The network number, 1 to 128 bits, folded into 32.
+        uint64_t high = key.words[0];
+        uint64_t low = key.words[1];
+        if (prefix_ipv6 <= 64) {
+            low = high >> (64 - prefix_ipv6);
+            high = 0;
+        } else if (prefix_ipv6 < 128) {
+            const unsigned shift = 128u - prefix_ipv6;
+            low = (low >> shift) | (high << (64 - shift));
+            high >>= shift;
+        }
+        const uint64_t folded = low ^ high;
+        return static_cast<uint32_t>(folded ^ (folded >> 32));
+    }
+    return 0;
+}
+
 FlowDecision Classifier::decide(const PacketKey& key) const {
+    FlowDecision decision = decide_class(key);
+    if (decision.job_id == 0) {
+        decision.job_id = job_from_source(key, config_.job_prefix_ipv4, config_.job_prefix_ipv6);
+    }
+    return decision;
+}
+
+FlowDecision Classifier::decide_class(const PacketKey& key) const {
     FlowDecision decision;
     const uint32_t rule = rules_->match(key);
     if (rule != kNoRule) {

@@ -70,6 +70,11 @@ struct ClassifierCounters {
 // scalars), torn per 64-bit value while the owner runs.
 void accumulate(ClassifierCounters& total, const ClassifierCounters& part);
 
+// The job of a flow no rule gave one: the source address's network number for a prefix of
+// `prefix_ipv4` / `prefix_ipv6` bits (IPv6 folded to 32 bits); 0 for a family whose prefix is 0
+// and for non-IP packets. ClassifierConfig::job_prefix_ipv4.
+uint32_t job_from_source(const PacketKey& key, uint8_t prefix_ipv4, uint8_t prefix_ipv6);
+
 class Classifier {
   public:
     explicit Classifier(const ClassifierConfig& config);
@@ -146,6 +151,7 @@ class Classifier {
     void finish(const Prepared& prepared, FlowEntry* found, uint32_t wire_length, uint64_t now_ns,
                 Result& result);
     FlowDecision decide(const PacketKey& key) const;
+    FlowDecision decide_class(const PacketKey& key) const;
     void touch_flow(FlowEntry& entry, const PacketKey& key, uint32_t flow_hash,
                     uint32_t wire_length, uint64_t now_ns, bool fresh);
     void reconsider(FlowEntry& entry, uint64_t gap_ns, bool fresh);

@@ -129,6 +129,12 @@ std::vector<std::string> ClassifierConfig::validate() const {
         errors.push_back("max_vlan_depth: " + std::to_string(max_vlan_depth) + " not in 1.." +
                          std::to_string(kMaxVlanDepthLimit));
     }
+    if (job_prefix_ipv4 > 32) {
+        errors.push_back("job_prefix_ipv4: " + std::to_string(job_prefix_ipv4) + " not in 0..32");
+    }
+    if (job_prefix_ipv6 > 128) {
+        errors.push_back("job_prefix_ipv6: " + std::to_string(job_prefix_ipv6) + " not in 0..128");
+    }
     if (vxlan_port == 0) errors.push_back("vxlan_port: port 0");
     if (roce_port == 0) errors.push_back("roce_port: port 0");
     if (vxlan_inner && vxlan_port == roce_port) {

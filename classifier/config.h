@@ -46,6 +46,14 @@ struct ClassifierConfig {
                                                 // 8500, 8501 (TF Serving), 50051 (gRPC)
     uint8_t inference_class = 0;                // defaults(): "inference"
 
+    // Jobs for the flows no rule gave one (job 0), from the source address's first
+    // job_prefix_ipv4 / job_prefix_ipv6 bits: the network number (IPv6: folded to 32 bits), so
+    // consecutive subnets are consecutive jobs and spread over a per_job node's `count` leaves.
+    // 0: off (such flows stay job 0). Training jobs the policy does not list share by job, not
+    // all in job 0's queue.
+    uint8_t job_prefix_ipv4 = 0;  // 0 or 1..32
+    uint8_t job_prefix_ipv6 = 0;  // 0 or 1..128
+
     // Elephant detection: a flow not decided by an explicit rule that sends more than
     // elephant_threshold_bytes within one elephant_window_ns window moves to bulk_class; it
     // returns to its own class once idle for elephant_quiet_ns. 0 threshold disables. Flows

@@ -288,6 +288,8 @@ classifier::ClassifierConfig compile_classifier(const Policy& policy,
         config.elephant_quiet_ns = h.elephant->quiet_ns;
         config.bulk_class = static_cast<uint8_t>(h.elephant->class_index);
     }
+    config.job_prefix_ipv4 = h.job_by_source ? h.job_by_source->ipv4_prefix : 0;
+    config.job_prefix_ipv6 = h.job_by_source ? h.job_by_source->ipv6_prefix : 0;
     config.reclass_gap_ns = h.reclass_gap_ns;
     config.flow_table_capacity = in.flow_table.capacity;
     config.flow_slots_per_flow = in.flow_table.slots_per_flow;

@@ -123,8 +123,8 @@ PolicyLoader::RuleFields PolicyLoader::read_rule(const Field& field, ClassifierR
 
 void PolicyLoader::read_heuristics(const Field& field) {
     const MapFields map(field,
-                        {"roce", "dscp_map", "serving", "elephant", "reclass_gap", "default_class",
-                         "malformed", "vxlan_inner"},
+                        {"roce", "dscp_map", "serving", "elephant", "job_by_source", "reclass_gap",
+                         "default_class", "malformed", "vxlan_inner"},
                         errors_);
     HeuristicsPolicy& h = policy_.classifier.heuristics;
     if (auto f = map.get("roce")) h.roce_class = lookup_class(*f);
@@ -135,6 +135,7 @@ void PolicyLoader::read_heuristics(const Field& field) {
             read_duration_ns(*f, 0, 1'000'000'000, errors_).value_or(h.reclass_gap_ns);
     }
     if (auto f = map.get("elephant")) read_elephant(*f);
+    if (auto f = map.get("job_by_source")) read_job_by_source(*f);
     if (auto f = map.get("default_class"))
         h.default_class = lookup_class(*f).value_or(h.default_class);
     if (auto f = map.get("malformed")) {
@@ -230,6 +231,20 @@ void PolicyLoader::read_serving(const Field& field) {
     }
     if (auto cls = serving.require("class")) policy.class_index = lookup_class(*cls).value_or(0);
     policy_.classifier.heuristics.serving = policy;
+}
+
+void PolicyLoader::read_job_by_source(const Field& field) {
+    const MapFields prefixes(field, {"ipv4", "ipv6"}, errors_);
+    JobBySourcePolicy policy;
+    if (auto f = prefixes.get("ipv4")) {
+        policy.ipv4_prefix =
+            static_cast<uint8_t>(read_unsigned(*f, 1, 32, errors_).value_or(policy.ipv4_prefix));
+    }
+    if (auto f = prefixes.get("ipv6")) {
+        policy.ipv6_prefix =
+            static_cast<uint8_t>(read_unsigned(*f, 1, 128, errors_).value_or(policy.ipv6_prefix));
+    }
+    policy_.classifier.heuristics.job_by_source = policy;
 }
 
 void PolicyLoader::read_elephant(const Field& field) {

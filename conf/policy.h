@@ -258,6 +258,12 @@ struct ElephantPolicy {
     size_t class_index = 0;  // demoted to this class
 };
 
+// Jobs from the source network for flows no rule gave a job (classifier::ClassifierConfig).
+struct JobBySourcePolicy {
+    uint8_t ipv4_prefix = 24;
+    uint8_t ipv6_prefix = 64;
+};
+
 struct ServingPolicy {
     std::vector<ValueRange> ports;  // TCP/UDP destination (or source, for replies) ports
     size_t class_index = 0;
@@ -270,6 +276,7 @@ struct HeuristicsPolicy {
     std::array<std::optional<size_t>, 64> dscp_class{};  // dscp -> class
     std::optional<ServingPolicy> serving;
     std::optional<ElephantPolicy> elephant;
+    std::optional<JobBySourcePolicy> job_by_source;
     // 0: a flow changes class with its next packet and the scheduler moves its queued packets
     // along (no reordering). > 0: the change waits for a gap this long in the flow instead
     // (classifier::ClassifierConfig::reclass_gap_ns).

@@ -170,6 +170,10 @@ json heuristics_document(const Policy& policy) {
                            {"quiet", duration_text(h.elephant->quiet_ns)},
                            {"class", class_name(h.elephant->class_index)}};
     }
+    if (h.job_by_source) {
+        out["job_by_source"] = {{"ipv4", h.job_by_source->ipv4_prefix},
+                                {"ipv6", h.job_by_source->ipv6_prefix}};
+    }
     out["reclass_gap"] = duration_text(h.reclass_gap_ns);
     out["default_class"] = class_name(h.default_class);
     out["malformed"] = h.malformed == MalformedAction::drop ? "drop" : "default";

@@ -133,6 +133,7 @@ class PolicyLoader {
     void read_dscp_map(const Field& field);
     void read_serving(const Field& field);
     void read_elephant(const Field& field);
+    void read_job_by_source(const Field& field);
     void read_flow_table(const Field& field);
 
     // load_control.cc

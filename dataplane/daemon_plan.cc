@@ -95,6 +95,8 @@ void compare_classifier(std::vector<std::string>& out, const classifier::Classif
     compare(out, h + "elephant.window", a.elephant_window_ns, b.elephant_window_ns);
     compare(out, h + "elephant.quiet", a.elephant_quiet_ns, b.elephant_quiet_ns);
     compare(out, h + "elephant.class", a.bulk_class, b.bulk_class);
+    compare(out, h + "job_by_source.ipv4", a.job_prefix_ipv4, b.job_prefix_ipv4);
+    compare(out, h + "job_by_source.ipv6", a.job_prefix_ipv6, b.job_prefix_ipv6);
     compare(out, h + "reclass_gap", a.reclass_gap_ns, b.reclass_gap_ns);
     compare(out, h + "vxlan_inner", a.vxlan_inner, b.vxlan_inner);
     compare(out, "classifier.flow_table.capacity", a.flow_table_capacity, b.flow_table_capacity);

@@ -117,8 +117,10 @@ void RteSchedDiscipline::enqueue(sched::Packet& packet, uint8_t class_id, uint32
     const uint8_t tc = class_id < layout_.traffic_class_of_class.size()
                            ? layout_.traffic_class_of_class[class_id]
                            : RTE_SCHED_TRAFFIC_CLASS_BE;
-    const uint32_t queue =
-        tc == RTE_SCHED_TRAFFIC_CLASS_BE ? job_id % RTE_SCHED_BE_QUEUES_PER_PIPE : 0;
+    const bool by_job = tc == RTE_SCHED_TRAFFIC_CLASS_BE &&
+                        class_id < layout_.job_picks_queue.size() &&
+                        layout_.job_picks_queue[class_id];
+    const uint32_t queue = by_job ? job_id % RTE_SCHED_BE_QUEUES_PER_PIPE : 0;
     rte_sched_port_pkt_write(port_, m, 0, 0, tc, queue, RTE_COLOR_GREEN);
     if (rte_sched_port_enqueue(port_, &m, 1) == 1) {
         ++queued_;

@@ -21,8 +21,10 @@ namespace twinlane::replay {
 
 struct RteSchedLayout {
     // Per class id: traffic class (0..12; 12 is best effort) and whether the job id picks one
-    // of the 4 best-effort queues.
+    // of the 4 best-effort queues (a class the policy splits per job; any other best-effort
+    // class uses queue 0).
     std::vector<uint8_t> traffic_class_of_class;
+    std::vector<bool> job_picks_queue;
     std::array<uint8_t, 4> best_effort_weights{1, 1, 1, 1};
     std::array<uint16_t, 13> queue_packets{};  // per traffic class; rounded up to a power of 2
     uint64_t link_rate_bps = 10'000'000'000ULL;

@@ -13,6 +13,14 @@ void collect_classes(const conf::TreeNode& node, std::vector<size_t>& classes) {
         collect_classes(child, classes);
 }
 
+void mark_classes_split_per_job(const conf::TreeNode& node, std::vector<bool>& split) {
+    if (node.class_index && node.job_split.mode != conf::JobSplit::Mode::none &&
+        *node.class_index < split.size())
+        split[*node.class_index] = true;
+    for (const auto& child : node.children)
+        mark_classes_split_per_job(child, split);
+}
+
 uint64_t leaf_packets(const conf::TreeNode& node) {
     if (node.is_leaf()) return node.limit_packets;
     uint64_t total = 0;
@@ -34,6 +42,8 @@ const conf::TreeNode* per_job_drr(const conf::TreeNode& node) {
 RteSchedLayout rte_sched_layout_from(const conf::Policy& policy, const conf::EgressTree& tree) {
     RteSchedLayout layout;
     layout.traffic_class_of_class.assign(policy.classes.size(), kBestEffort);
+    layout.job_picks_queue.assign(policy.classes.size(), false);
+    mark_classes_split_per_job(tree.root, layout.job_picks_queue);
     layout.link_rate_bps = policy.ports.at(tree.port).rate_bits_per_sec;
 
     std::vector<const conf::TreeNode*> lanes;

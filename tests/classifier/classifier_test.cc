@@ -119,6 +119,63 @@ TEST(Classifier, RulesTakePrecedenceAndCarryJobAndRemark) {
     EXPECT_EQ(run(classifier, tcp4(40000, 8080), 2).source, MatchSource::port);
 }
 
+// Flows no rule gave a job get one from their source network: consecutive subnets are
+// consecutive jobs (a per_job node's `count` leaves spread them), a rule's job is kept.
+TEST(Classifier, JobsFromTheSourceNetworkWhereNoRuleGivesOne) {
+    ClassifierConfig config = ClassifierConfig::defaults();
+    Rule rule;
+    rule.match.dst_ports = {9000, 9000};
+    rule.match.ip_protocol = 6;
+    rule.action = {kTraining, 7, std::nullopt};
+    config.rules.push_back(rule);
+    config.job_prefix_ipv4 = 24;
+    config.job_prefix_ipv6 = 48;
+    Classifier classifier(config);
+    const auto from = [](testing::Ipv4Address src, uint16_t dport) {
+        return PacketBuilder().ethernet().ipv4(src, {10, 9, 9, 9}, 6).tcp(40000, dport).build();
+    };
+    const uint32_t job_16 = run(classifier, from({198, 18, 16, 1}, 80), 0).job_id;
+    EXPECT_EQ(job_16, (198u << 16) | (18u << 8) | 16u);  // the /24's network number
+    EXPECT_EQ(run(classifier, from({198, 18, 16, 200}, 80), 1).job_id, job_16);
+    EXPECT_EQ(run(classifier, from({198, 18, 17, 1}, 80), 2).job_id, job_16 + 1);
+    EXPECT_EQ(run(classifier, from({198, 18, 17, 1}, 9000), 3).job_id, 7u);  // the rule's job
+
+    const auto from6 = [](testing::Ipv6Address src) {
+        return PacketBuilder()
+            .ethernet()
+            .ipv6(src, testing::ipv6(9, 9), 17)
+            .udp(4000, 5000)
+            .build();
+    };
+    testing::Ipv6Address a = testing::ipv6(0xfd00, 1);  // fd00::1
+    testing::Ipv6Address b = a;
+    b[15] = 2;  // same /48
+    testing::Ipv6Address c = a;
+    c[5] = 1;  // the next /48
+    const uint32_t job_a = run(classifier, from6(a), 4).job_id;
+    EXPECT_EQ(run(classifier, from6(b), 5).job_id, job_a);
+    EXPECT_EQ(run(classifier, from6(c), 6).job_id, job_a ^ 1u);
+    EXPECT_NE(job_a, 0u);
+
+    // Off (the default): such flows stay job 0; so do non-IP frames either way.
+    Classifier off(ClassifierConfig::defaults());
+    EXPECT_EQ(run(off, from({198, 18, 16, 1}, 80), 0).job_id, 0u);
+    PacketKey arp;
+    EXPECT_EQ(job_from_source(arp, 24, 64), 0u);
+    // Every prefix length keeps the network bits only: /32 is the address, /128 all of it.
+    KeyFields fields;
+    fields.ip_version = 4;
+    fields.src_address = {10, 1, 2, 3};
+    EXPECT_EQ(job_from_source(make_key(fields), 32, 0), 0x0A010203u);
+    EXPECT_EQ(job_from_source(make_key(fields), 8, 0), 10u);
+    fields.ip_version = 6;
+    fields.src_address = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5};
+    EXPECT_EQ(job_from_source(make_key(fields), 0, 128), 5u ^ 0xfd000000u);
+    EXPECT_EQ(job_from_source(make_key(fields), 0, 127), 2u ^ 0x7e800000u);
+    EXPECT_EQ(job_from_source(make_key(fields), 0, 8), 0xfdu);
+    EXPECT_EQ(job_from_source(make_key(fields), 4, 0), 0u);  // IPv6 with only an IPv4 prefix
+}
+
 ClassifierConfig elephant_config() {
     ClassifierConfig config = ClassifierConfig::defaults();
     config.elephant_threshold_bytes = 10'000;

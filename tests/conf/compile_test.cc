@@ -187,8 +187,25 @@ TEST(Compile, AbsentHeuristicsAreOff) {
     EXPECT_TRUE(config.dscp_map.empty());
     EXPECT_TRUE(config.model_serving_ports.empty());
     EXPECT_EQ(config.elephant_threshold_bytes, 0u);
+    EXPECT_EQ(config.job_prefix_ipv4, 0);
+    EXPECT_EQ(config.job_prefix_ipv6, 0);
     EXPECT_TRUE(config.rules.empty());
     EXPECT_EQ(config.class_names, (std::vector<std::string>{"gold", "bulk"}));
+}
+
+TEST(Compile, JobsBySourcePrefix) {
+    const auto compiled_with = [](const std::string& heuristic) {
+        auto policy = parse_ok(std::string(testing::kBase) + "classifier:\n  heuristics:\n    " +
+                               heuristic + "\n");
+        EXPECT_TRUE(policy);
+        return compile_policy(*policy).classifier;
+    };
+    const classifier::ClassifierConfig both = compiled_with("job_by_source: {ipv4: 20, ipv6: 56}");
+    EXPECT_EQ(both.job_prefix_ipv4, 20);
+    EXPECT_EQ(both.job_prefix_ipv6, 56);
+    const classifier::ClassifierConfig defaults = compiled_with("job_by_source: {}");
+    EXPECT_EQ(defaults.job_prefix_ipv4, 24);
+    EXPECT_EQ(defaults.job_prefix_ipv6, 64);
 }
 
 TEST(Compile, WrongNumberOfPortIdsIsReported) {

@@ -661,6 +661,16 @@ TEST(PolicyErrors, ElephantQuietShorterThanReclassGap) {
     expect_error(result, "classifier.heuristics.elephant.quiet", 15, 47, "at least reclass_gap");
 }
 
+TEST(PolicyErrors, JobBySourcePrefixOutOfRange) {
+    const PolicyResult result = base_with(
+        "classifier:\n"
+        "  heuristics:\n"
+        "    job_by_source: {ipv4: 33, ipv6: 0, port: 1}\n");
+    expect_error(result, "classifier.heuristics.job_by_source.ipv4", 15, 27, "between 1 and 32");
+    expect_error(result, "classifier.heuristics.job_by_source.ipv6", 15, 37, "between 1 and 128");
+    expect_error(result, "classifier.heuristics.job_by_source.port", 15, 40, "unknown");
+}
+
 // Flow entries count an elephant window's bytes in 32 bits.
 TEST(PolicyErrors, ElephantBytesAboveFourGiB) {
     const PolicyResult result = base_with(
