@@ -19,9 +19,9 @@ TEST(CheckCommand, ValidPolicyPrintsASummary) {
     EXPECT_EQ(out.str(), "OK: " + kDefault +
                              ": 2 ports, 3 classes, 6 rules\n"
                              "port 'west': mempool 65535 mbufs (sized to fit; descriptor rings "
-                             "2048, queues 37376), about 148 MiB\n"
+                             "2048, queues 53760), about 148 MiB\n"
                              "port 'east': mempool 65535 mbufs (sized to fit; descriptor rings "
-                             "2048, queues 37376), about 148 MiB\n");
+                             "2048, queues 53760), about 148 MiB\n");
     EXPECT_EQ(err.str(), "");
 }
 

@@ -62,8 +62,8 @@ TEST(Compile, DefaultPolicyTree) {
     ASSERT_TRUE(compiled.ok());
     const sched::TreeSpec& tree = compiled.egress.at(0).tree;
     EXPECT_EQ(tree.max_packet_bytes, 9018u);  // mtu 9000 + Ethernet and VLAN headers
-    // Pre-order: root, inference, bulk, training, its 4 job leaves, other.
-    ASSERT_EQ(tree.nodes.size(), 9u);
+    // Pre-order: root, inference, bulk, training, its 8 job leaves, other.
+    ASSERT_EQ(tree.nodes.size(), 13u);
     EXPECT_EQ(tree.nodes[0].name, "root");
     EXPECT_EQ(tree.nodes[0].parent, "");
     EXPECT_EQ(tree.nodes[0].shaper.rate_bits_per_sec, 10'000'000'000u);
@@ -87,21 +87,25 @@ TEST(Compile, DefaultPolicyTree) {
     EXPECT_EQ(tree.nodes[4].red.kmax_bytes, 200'000u);
     EXPECT_DOUBLE_EQ(tree.nodes[4].red.pmax, 0.2);
     EXPECT_EQ(tree.nodes[4].fq_buckets, 256u);
-    EXPECT_EQ(tree.nodes[8].name, "other");
-    EXPECT_EQ(tree.nodes[8].kind, sched::NodeKind::fifo);
-    EXPECT_EQ(tree.nodes[8].limit_bytes, 1u << 20);
+    EXPECT_EQ(tree.nodes[4].limit_packets, 2048u);
+    EXPECT_EQ(tree.nodes[11].name, "training.job7");
+    EXPECT_EQ(tree.nodes[12].name, "other");
+    EXPECT_EQ(tree.nodes[12].kind, sched::NodeKind::fifo);
+    EXPECT_EQ(tree.nodes[12].limit_bytes, 1u << 20);
     EXPECT_EQ(tree.default_leaf, "other");
 
-    // Leaves in order: inference 0, training.job0..3 = 1..4, other 5.
+    // Leaves in order: inference 0, training.job0..7 = 1..8, other 9.
     const CompiledEgress& egress = compiled.egress.at(0);
     const auto cls = [&](const char* name) {
         return static_cast<uint8_t>(*policy->find_class(name));
     };
     EXPECT_EQ(egress.leaves.leaf(cls("inference"), 77), 0);
     EXPECT_EQ(egress.leaves.leaf(cls("training"), 0), 1);
-    EXPECT_EQ(egress.leaves.leaf(cls("training"), 5), 2);  // 5 % 4 = 1
-    EXPECT_EQ(egress.leaves.leaf(cls("training"), 7), 4);
-    EXPECT_EQ(egress.leaves.leaf(cls("other"), 7), 5);
+    EXPECT_EQ(egress.leaves.leaf(cls("training"), 9), 2);  // 9 % 8 = 1
+    EXPECT_EQ(egress.leaves.leaf(cls("training"), 7), 8);
+    // job_by_source's job of 198.18.20.0/24, the fifth gen job, which no rule names: leaf 4 + 1
+    EXPECT_EQ(egress.leaves.leaf(cls("training"), (198u << 16) | (18u << 8) | 20u), 5);
+    EXPECT_EQ(egress.leaves.leaf(cls("other"), 7), 9);
 }
 
 TEST(Compile, ListedJobsFallBackToTheCatchAllLeaf) {

@@ -272,8 +272,8 @@ TEST(PolicyStore, PolicyShowAndStatsFollowTheRunningPolicy) {
     EXPECT_EQ(shown.value()["document"]["classes"].size(), 3u);
     const ApiResult queues = store->stats(StatsScope::queues);
     ASSERT_TRUE(queues.ok());
-    // Two egress ports, each: root, inference, bulk, training + 4 job leaves, other.
-    EXPECT_EQ(queues.value().size(), 2u * 9u);
+    // Two egress ports, each: root, inference, bulk, training + 8 job leaves, other.
+    EXPECT_EQ(queues.value().size(), 2u * 13u);
     EXPECT_EQ(queues.value()[0]["node"], "root");
     EXPECT_EQ(queues.value()[0]["counters"]["sojourn_log2_histogram"].size(), 40u);
     const ApiResult classes = store->stats(StatsScope::classes);

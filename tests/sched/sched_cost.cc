@@ -6,7 +6,8 @@
 //   fq64        drr root (shaped 10 Tb/s) -> fq leaf, 1024 flows, 64 B: sched_bench's tree;
 //               enqueue 32 + dequeue(32)
 //   fq64_burst  same, enqueue 32 + dequeue_burst(32)
-//   gateway1    conf/default.yaml's tree (strict 10G root, capped fq inference with CoDel,
+//   gateway1    the shape of conf/default.yaml's tree (strict 10G root, capped fq inference with
+//   CoDel,
 //               drr bulk -> drr training of 4 fq jobs with RED/ECN, fifo other), mixed sizes,
 //               enqueue 1 + dequeue 1 per step with virtual time (the replay engine's pattern)
 //   gateway32   same tree, enqueue 32 + dequeue 32 (dequeue) per step
