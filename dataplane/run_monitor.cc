@@ -44,6 +44,26 @@ void Monitor::log_slo_events() {
     }
 }
 
+// A frame above its egress port's largest frame is dropped, counted as sched_oversize. Most
+// often the whole input is like it (a capture of a 9000-MTU fabric, or a host capture whose
+// TSO/GRO records `twinlane replay` would split into wire segments), so say so once, early.
+void Monitor::warn_oversize(const CounterSnapshot& s) {
+    const uint64_t dropped = s.drops[static_cast<size_t>(DropCause::sched_oversize)];
+    if (oversize_warned_ || dropped == 0) return;
+    oversize_warned_ = true;
+    std::string ports;
+    for (const std::unique_ptr<EgressTask>& e : pipeline_.egress) {
+        const conf::PortPolicy& port = pipeline_.policy->ports[e->policy_port];
+        ports += fmt::format("{}'{}' mtu {} ({} B)", ports.empty() ? "" : ", ", port.name, port.mtu,
+                             port.max_frame_bytes());
+    }
+    spdlog::warn(
+        "frames above their egress port's largest frame are dropped as oversize ({} so far; {}): "
+        "jumbo frames need the ports' `mtu` (e.g. 9000); `twinlane replay` splits a host "
+        "capture's TCP/UDP records above it into wire segments, `run` does not",
+        dropped, ports);
+}
+
 void Monitor::run() {
     pthread_setname_np(pthread_self(), "tl-monitor");  // as `top -H` and /proc show it
     const auto start = Clock::now();
@@ -90,8 +110,10 @@ void Monitor::run() {
             now - start >= std::chrono::nanoseconds(options_.duration_ns))
             request_stop();
         log_slo_events();
+        warn_oversize(s);
     }
     log_slo_events();
+    warn_oversize(snapshot_totals(blocks, static_cast<uint32_t>(link_up.size())));
 }
 
 bool Monitor::paced_frames_waiting() const {

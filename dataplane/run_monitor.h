@@ -1,5 +1,6 @@
 // The run's monitor thread, off the hot path: link status changes (logged), periodic stats,
-// the SLO governors' events (logged, with their reasons), end of input (every input idle with
+// the SLO governors' events (logged, with their reasons), the first frames dropped for their
+// size (logged once, with the egress ports' largest frames), end of input (every input idle with
 // nothing queued and no paced frame still to arrive) and the duration limit, both of which request
 // the stop. Reads the lcores' counters with relaxed loads while they run. Lives from just before
 // the lcores launch until they have returned.
@@ -28,6 +29,7 @@ class Monitor {
     void run();
     void poll_links(std::vector<int>& link_up);
     void log_slo_events();
+    void warn_oversize(const CounterSnapshot& s);
     bool paced_frames_waiting() const;
 
     const Pipeline& pipeline_;
@@ -37,7 +39,8 @@ class Monitor {
     std::condition_variable wake_;
     bool done_ = false;
     std::vector<uint64_t> slo_events_dropped_;  // per egress task, as logged so far
-    std::thread thread_;                        // last: starts after the fields above exist
+    bool oversize_warned_ = false;
+    std::thread thread_;  // last: starts after the fields above exist
 };
 
 }  // namespace twinlane::dataplane

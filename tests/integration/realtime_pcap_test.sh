@@ -6,7 +6,8 @@
 #  2. Same with an effectively unlimited tx_budget: the scheduler hands the bulk to the "NIC"
 #     as it arrives, so the inference frame queues behind it (the budget is what helps).
 #  3. RX lcore + scheduler lcore (-l 0-1): same frames out, counters balance, roles as planned.
-# Every run: all 201 frames out, rx = tx + dropped + queued, mbufs in use back to the start.
+#  4. Ports of mtu 1500: the jumbo frames dropped as oversize, counted, and said once.
+# Every run of 1-3: all 201 frames out, rx = tx + dropped + queued, mbufs in use back to the start.
 # Latency is reported as link time ahead of the inference frame (position x 9038 B at 1G):
 # what a real NIC's FIFO ring would add; a pcap writer has no ring.
 # Usage: realtime_pcap_test.sh TWINLANE
@@ -64,3 +65,23 @@ got = [f for f in lanes_pcap.read(sys.argv[3]) if not lanes_pcap.is_inference(f)
 assert sent == got, "bulk frames differ"
 PY
 echo "PASS: 2 lcores (RX lcore 0, scheduler lcore 1): inference after $two bulk frames, counters balance"
+
+# 4. The same frames to ports of mtu 1500: the 200 jumbo frames are dropped as oversize, counted,
+#    and said once in the log (which ports, their largest frame), the inference frame goes out.
+sed -e "s/TX_BUDGET/18036/" -e "s/LCORES/{single: 0}/" -e "s/mtu: 9000/mtu: 1500/" \
+    "$here/realtime_pcap.yaml" >policy.yaml
+rm -f out.pcap
+timeout 60 "$twinlane" --log-level warn run --json -c policy.yaml -- "${EAL_BASE[@]}" -l 0 \
+    >counters.json 2>run.log || fail "run (mtu 1500) exited non-zero: $(cat run.log)"
+python3 - counters.json <<'PY' || fail "counters of the mtu 1500 run"
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["rx_packets"] == 201 and c["tx_packets"] == 1, c
+assert c["dropped"]["sched_oversize"] == 200, c["dropped"]
+assert c["rx_packets"] == c["tx_packets"] + sum(c["dropped"].values()) + c["queued"], c
+assert c["mbufs"]["in_use_start"] == c["mbufs"]["in_use_end"], c["mbufs"]
+PY
+[ "$(grep -c "dropped as oversize" run.log)" -eq 1 ] ||
+    fail "oversize drops not said once in the log: $(cat run.log)"
+grep -q "'out' mtu 1500 (1518 B)" run.log || fail "oversize warning names no port: $(cat run.log)"
+echo "PASS: mtu 1500: 200 jumbo frames dropped as oversize and said once, inference frame out"
