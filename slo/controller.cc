@@ -193,9 +193,11 @@ Decision Controller::on_pressure(const Pressure& p) {
     // kPressureUtilisation of the service rate.
     const bool growing = static_cast<double>(p.arrival_bps) >
                          static_cast<double>(p.service_bps) * kPressureUtilisation;
-    // Past the target itself, any flow at least half as heavy as the mean goes.
+    // Past the target itself, any flow at least half as heavy as the mean goes; and while
+    // the queue is still growing there, any flow however light: a surge over thousands of
+    // clients is all light flows, each new one lighter still than the mean.
     const bool late = delay_ns > spec_.target_ns;
-    const uint64_t heavy = late ? p.mean_flow_bytes / 2 : p.mean_flow_bytes;
+    const uint64_t heavy = late && growing ? 0 : late ? p.mean_flow_bytes / 2 : p.mean_flow_bytes;
     if (spec_.downgrade && !p.flow_downgraded && p.room && p.flow.bytes != 0 &&
         p.flow.bytes >= heavy && (growing || late)) {
         d.downgrade.push(p.flow);

@@ -429,9 +429,19 @@ void SloGovernor::admit(uint8_t lane, sched::Packet* pkts, uint32_t n, JobOf job
             const uint64_t delay_ns = static_cast<uint64_t>(static_cast<double>(backlog) * 8e9 /
                                                             static_cast<double>(c.service_bps));
             c.queue_pressed = true;
-            press(c, delay_ns, false, FlowLoad{p.flow_hash, job, flow.window_bytes}, now_ns);
+            // A flow the meter had no room for (a surge of thousands of clients) has sent at
+            // least this packet: it can be pressed out like any other.
+            const bool untracked = flow.window_bytes == 0;
+            press(c, delay_ns, false,
+                  FlowLoad{p.flow_hash, job, untracked ? p.length_bytes : flow.window_bytes},
+                  now_ns);
             if (find_override(c, p.flow_hash) != nullptr) {
-                // Its bytes so far, this one included, are in bytes_in_gone now.
+                // Its bytes so far, this one included, are in bytes_in_gone now (the meter
+                // knew none of an untracked flow's).
+                if (untracked) {
+                    c.bytes_in_gone += p.length_bytes;
+                    c.removed_tick_bytes += p.length_bytes;
+                }
                 c.downgraded_bytes += p.length_bytes;
                 run_bytes -= p.length_bytes;
             }

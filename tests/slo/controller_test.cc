@@ -241,13 +241,23 @@ TEST(SloController, PressureGoesStraightToTheMaxThenDowngradesTheHeavyFlow) {
     // target drains by itself.
     p.arrival_bps = 7 * kG;
     EXPECT_TRUE(c.on_pressure(p).empty());
-    // Past the target it does not wait, and takes flows half as heavy as the mean too.
+    // Short of the target, a flow lighter than the mean stays, even in a growing queue.
+    p.arrival_bps = 12 * kG;
+    p.flow.bytes = 9'999;
+    EXPECT_TRUE(c.on_pressure(p).empty());
+    // Past the target it does not wait for growth, and takes flows half as heavy as the mean.
+    p.arrival_bps = 7 * kG;
     p.delay_ns = kTargetNs + 1;
     p.flow.bytes = 5'000;
     EXPECT_EQ(c.on_pressure(p).downgrade.count, 1u);
-    // A light flow, an already downgraded one, or a full table: kept.
     p.flow.bytes = 4'999;
     EXPECT_TRUE(c.on_pressure(p).empty());
+    // Past the target with the queue still growing, any flow goes, however light (one packet
+    // of a flow just seen: a surge of many light clients).
+    p.arrival_bps = 12 * kG;
+    p.flow.bytes = 1'500;
+    EXPECT_EQ(c.on_pressure(p).downgrade.count, 1u);
+    // An already downgraded flow, or a full table: kept.
     p.flow.bytes = 40'000;
     p.flow_downgraded = true;
     EXPECT_TRUE(c.on_pressure(p).empty());
@@ -372,7 +382,7 @@ TEST(SloController, PressureRestartsTheQuietPeriod) {
     m.downgraded_count = 1;
     EXPECT_TRUE(c.on_window(m).empty());
     Pressure p;
-    p.delay_ns = 2 * kTargetNs;
+    p.delay_ns = 2 * kTargetNs;  // late, the queue not growing
     p.flow = {1, 0, 1};
     p.mean_flow_bytes = 100;  // light: no action, but the window was at risk
     EXPECT_TRUE(c.on_pressure(p).empty());
