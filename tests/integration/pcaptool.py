@@ -11,6 +11,10 @@
       Prints the number of frames.
   pcaptool.py to-us IN.pcap OUT.pcap
       Rewrites a (nanosecond or microsecond) pcap with microsecond timestamps.
+  pcaptool.py vxlan IN.pcap OUT.pcap
+      Wraps every frame in VXLAN, as an overlay's VTEPs send it: outer Ethernet, IPv4 between
+      198.18.250.1 and 198.18.251.1 (DSCP 0: Linux's vxlan default), UDP to 4789 from a port
+      hashed from the inner frame's headers, VNI 100. Microsecond timestamps.
   pcaptool.py malformed OUT.pcap [--count N] [--seed S]
       Writes frames that are broken in many ways (truncated headers, bad IHL, IPv4 total
       length beyond the frame, IPv6 extension loops, runt frames, VLAN tags without payload)
@@ -20,6 +24,7 @@ import argparse
 import random
 import struct
 import sys
+import zlib
 
 PCAP_MAGIC_US = 0xA1B2C3D4
 PCAP_MAGIC_NS = 0xA1B23C4D
@@ -49,6 +54,22 @@ def write_records(path, records):
             t_us = t_ns // 1000
             f.write(struct.pack("<IIII", t_us // 1_000_000, t_us % 1_000_000, len(data), wire))
             f.write(data)
+
+
+def vxlan(args):
+    out = []
+    for t_ns, wire, data in read_records(args.a):
+        udp_len = 8 + 8 + len(data)
+        source_port = 49152 + (zlib.crc32(data[:54]) & 0x3FFF)
+        udp = struct.pack("!HHHH", source_port, 4789, udp_len, 0)
+        vxlan_header = struct.pack("!BBHI", 0x08, 0, 0, 100 << 8)
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 0, 0x4000, 64, 17, 0,
+                         bytes([198, 18, 250, 1]), bytes([198, 18, 251, 1]))
+        ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
+        outer = b"\x02\x00\x00\x00\x00\x0b" + b"\x02\x00\x00\x00\x00\x0a" + b"\x08\x00"
+        frame = outer + ip + udp + vxlan_header + data
+        out.append((t_ns, wire + len(frame) - len(data), frame))
+    write_records(args.out, out)
 
 
 def malformed(args):
@@ -174,6 +195,9 @@ def main():
     u = sub.add_parser("to-us")
     u.add_argument("a")
     u.add_argument("out")
+    v = sub.add_parser("vxlan")
+    v.add_argument("a")
+    v.add_argument("out")
     m = sub.add_parser("malformed")
     m.add_argument("out")
     m.add_argument("--count", type=int, default=200)
@@ -181,6 +205,9 @@ def main():
     args = p.parse_args()
     if args.cmd == "to-us":
         write_records(args.out, read_records(args.a))
+        return 0
+    if args.cmd == "vxlan":
+        vxlan(args)
         return 0
     if args.cmd == "malformed":
         malformed(args)

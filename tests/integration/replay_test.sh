@@ -25,6 +25,9 @@
 #   unlisted_jobs six and eight RoCE jobs under a policy whose rules name four: the others get
 #                 jobs of their own (job_by_source), each in a leaf of its own, and all share
 #                 fairly (they all fell into job 0's leaf)
+#   overlay       the same RoCE jobs and inference wrapped in VXLAN (one outer flow per inner
+#                 flow, DSCP 0 outside): classified by the packet inside (vxlan_inner), every
+#                 class and job as without the overlay, inference's p99 within a frame of it
 #   merged_inputs several -i inputs: merged by time they depart as the one capture holding
 #                 them all; with --ingress-rate each has a link of its own; PORT=FILE names
 #                 the ingress port; bad ports and stdin among several are refused
@@ -196,6 +199,33 @@ assert fairness["jain_jobs"] >= 0.99, fairness
 print(f"PASS: {jobs} RoCE jobs (4 named by rules) are {jobs} jobs; Jain across them {fairness['jain_jobs']:.3f} >= 0.99")
 PY
     done
+    ;;
+overlay)
+    "$twinlane" gen -o "$WORK/plain.pcap" --seed 5 --duration 30ms --jobs 6 --roce-only \
+        --training-load 1.2 --inference-load 0.1 >/dev/null
+    python3 "$pcaptool" vxlan "$WORK/plain.pcap" "$WORK/overlay.pcap"
+    for input in plain overlay; do
+        "$twinlane" --log-level warn replay -c "$policy" -i "$WORK/$input.pcap" \
+            --report "$WORK/$input.json" >/dev/null || fail "replay of the $input capture"
+    done
+    python3 - "$WORK/plain.json" "$WORK/overlay.json" <<'PY' || fail "overlay: classified otherwise"
+import json, sys
+plain, overlay = (json.load(open(path)) for path in sys.argv[1:3])
+for name in ("inference", "training", "other"):
+    a, b = plain["classes"][name]["rx_packets"], overlay["classes"][name]["rx_packets"]
+    assert a == b, f"{name}: {a} packets without the overlay, {b} inside it"
+assert plain["classes"]["inference"]["rx_packets"] > 0 and plain["classes"]["training"]["rx_packets"] > 0
+assert overlay["fairness"]["jobs"] == plain["fairness"]["jobs"] == 6, (plain["fairness"], overlay["fairness"])
+assert overlay["fairness"]["jain_jobs"] >= 0.99, overlay["fairness"]
+p99 = [r["classes"]["inference"]["latency_us"]["p99"] for r in (plain, overlay)]
+assert p99[1] <= p99[0] + 7.3, f"inference p99 {p99[1]} us inside the overlay, {p99[0]} without"
+t = overlay["totals"]
+assert t["rx_packets"] == t["tx_packets"] + sum(t["dropped"].values()) + t["queued_at_end"], t
+print(f"PASS: inside VXLAN every class and job as without it "
+      f"({overlay['classes']['inference']['rx_packets']} inference, "
+      f"{overlay['classes']['training']['rx_packets']} training packets, 6 jobs, Jain "
+      f"{overlay['fairness']['jain_jobs']:.3f}); inference p99 {p99[1]:.1f} us ({p99[0]:.1f} without)")
+PY
     ;;
 tiny_limits)
     for limit in "packets: 1" "bytes: 9216" "packets: 2, bytes: 9216"; do
