@@ -13,8 +13,9 @@
       Rewrites a (nanosecond or microsecond) pcap with microsecond timestamps.
   pcaptool.py vxlan IN.pcap OUT.pcap
       Wraps every frame in VXLAN, as an overlay's VTEPs send it: outer Ethernet, IPv4 between
-      198.18.250.1 and 198.18.251.1 (DSCP 0: Linux's vxlan default), UDP to 4789 from a port
-      hashed from the inner frame's headers, VNI 100. Microsecond timestamps.
+      198.18.250.1 and 198.18.251.1 (DSCP 0, Linux's vxlan default; the inner ECN copied out,
+      as Linux tunnels do), UDP to 4789 from a port hashed from the inner frame's headers,
+      VNI 100. Microsecond timestamps.
   pcaptool.py malformed OUT.pcap [--count N] [--seed S]
       Writes frames that are broken in many ways (truncated headers, bad IHL, IPv4 total
       length beyond the frame, IPv6 extension loops, runt frames, VLAN tags without payload)
@@ -63,7 +64,15 @@ def vxlan(args):
         source_port = 49152 + (zlib.crc32(data[:54]) & 0x3FFF)
         udp = struct.pack("!HHHH", source_port, 4789, udp_len, 0)
         vxlan_header = struct.pack("!BBHI", 0x08, 0, 0, 100 << 8)
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 0, 0x4000, 64, 17, 0,
+        # The inner IPv4/IPv6 header's ECN field, copied outward as Linux tunnels do (RFC 6040;
+        # CE leaves as ECT(0)); DSCP stays 0.
+        ecn = 0
+        if data[12:14] == b"\x08\x00" and len(data) > 15:
+            ecn = data[15] & 3
+        elif data[12:14] == b"\x86\xdd" and len(data) > 15:
+            ecn = (data[15] >> 4) & 3
+        ecn = 2 if ecn == 3 else ecn
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, ecn, 20 + udp_len, 0, 0x4000, 64, 17, 0,
                          bytes([198, 18, 250, 1]), bytes([198, 18, 251, 1]))
         ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
         outer = b"\x02\x00\x00\x00\x00\x0b" + b"\x02\x00\x00\x00\x00\x0a" + b"\x08\x00"

@@ -26,8 +26,9 @@
 #                 jobs of their own (job_by_source), each in a leaf of its own, and all share
 #                 fairly (they all fell into job 0's leaf)
 #   overlay       the same RoCE jobs and inference wrapped in VXLAN (one outer flow per inner
-#                 flow, DSCP 0 outside): classified by the packet inside (vxlan_inner), every
-#                 class and job as without the overlay, inference's p99 within a frame of it
+#                 flow, DSCP 0 and the inner ECN outside): classified by the packet inside
+#                 (vxlan_inner), every class and job as without the overlay, as many ECN marks
+#                 (on the outer header), inference's p99 within a frame of it
 #   merged_inputs several -i inputs: merged by time they depart as the one capture holding
 #                 them all; with --ingress-rate each has a link of its own; PORT=FILE names
 #                 the ingress port; bad ports and stdin among several are refused
@@ -217,6 +218,9 @@ for name in ("inference", "training", "other"):
 assert plain["classes"]["inference"]["rx_packets"] > 0 and plain["classes"]["training"]["rx_packets"] > 0
 assert overlay["fairness"]["jobs"] == plain["fairness"]["jobs"] == 6, (plain["fairness"], overlay["fairness"])
 assert overlay["fairness"]["jain_jobs"] >= 0.99, overlay["fairness"]
+# ECN marks land on the outer header, which carries the inner ECT (as Linux tunnels copy it).
+marks = [r["classes"]["training"]["ecn_marked"] for r in (plain, overlay)]
+assert marks[0] > 0 and abs(marks[1] - marks[0]) <= 0.05 * marks[0], f"ECN marks {marks}"
 p99 = [r["classes"]["inference"]["latency_us"]["p99"] for r in (plain, overlay)]
 assert p99[1] <= p99[0] + 7.3, f"inference p99 {p99[1]} us inside the overlay, {p99[0]} without"
 t = overlay["totals"]
@@ -224,7 +228,8 @@ assert t["rx_packets"] == t["tx_packets"] + sum(t["dropped"].values()) + t["queu
 print(f"PASS: inside VXLAN every class and job as without it "
       f"({overlay['classes']['inference']['rx_packets']} inference, "
       f"{overlay['classes']['training']['rx_packets']} training packets, 6 jobs, Jain "
-      f"{overlay['fairness']['jain_jobs']:.3f}); inference p99 {p99[1]:.1f} us ({p99[0]:.1f} without)")
+      f"{overlay['fairness']['jain_jobs']:.3f}, {marks[1]} ECN marks against {marks[0]}); "
+      f"inference p99 {p99[1]:.1f} us ({p99[0]:.1f} without)")
 PY
     ;;
 tiny_limits)
