@@ -7,7 +7,8 @@
 //
 // Written by the lcores that own egress trees (hold / release: an atomic add per downgrade or
 // return, never per packet), read by the RX lcores' classifiers when a flow crosses the
-// elephant threshold (a relaxed load). A count per slot of 2^13: a flow whose hash shares a
+// elephant threshold (a relaxed load). A count per slot of 2^15 (twice the governor's
+// downgraded flows at most): a flow whose hash shares a
 // slot with a held one is not made an elephant while that one is held, as colliding flows
 // already share a fate in the governor, which names flows by the same 32-bit hash.
 #pragma once
@@ -22,7 +23,7 @@ namespace twinlane::classifier {
 
 class HeldFlows {
   public:
-    static constexpr uint32_t kSlotBits = 13;
+    static constexpr uint32_t kSlotBits = 15;
 
     void hold(uint32_t flow_hash) { slot(flow_hash).fetch_add(1, std::memory_order_relaxed); }
     void release(uint32_t flow_hash) { slot(flow_hash).fetch_sub(1, std::memory_order_relaxed); }

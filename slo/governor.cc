@@ -168,8 +168,8 @@ SloGovernor::SloGovernor(const SloTreeSpec& spec, uint32_t lane_count, GovernorO
 SloGovernor::~SloGovernor() {
     if (held_ == nullptr) return;
     for (const auto& c : classes_)
-        for (const Override& o : c->overrides)
-            if (o.used) held_->release(o.flow_hash);
+        for (uint32_t i = 0; i < c->override_count; ++i)
+            held_->release(c->overrides[i].flow_hash);
 }
 
 std::optional<std::string> SloGovernor::bind(sched::Scheduler* scheduler,
@@ -231,36 +231,38 @@ std::optional<std::string> SloGovernor::bind(sched::Scheduler* scheduler,
 
 bool SloGovernor::insert_override(ClassState& c, uint32_t flow_hash, uint32_t job) {
     if (c.override_count >= kMaxDowngradedFlows) return false;
-    uint32_t at = override_home(flow_hash);
-    while (c.overrides[at].used) {
-        if (c.overrides[at].flow_hash == flow_hash) return false;
-        at = (at + 1) & (kOverrideSlots - 1);
-    }
-    c.overrides[at] = Override{.flow_hash = flow_hash, .job = job, .used = true};
-    ++c.override_count;
+    const uint32_t at = override_slot(c, flow_hash);
+    if (c.override_slots[at].index != 0) return false;  // already down
+    c.overrides[c.override_count] = Override{.flow_hash = flow_hash, .job = job};
+    c.override_slots[at] = OverrideSlot{.flow_hash = flow_hash, .index = ++c.override_count};
     if (held_ != nullptr) held_->hold(flow_hash);
     return true;
 }
 
 bool SloGovernor::erase_override(ClassState& c, uint32_t flow_hash) {
-    uint32_t at = override_home(flow_hash);
-    while (c.overrides[at].used && c.overrides[at].flow_hash != flow_hash)
-        at = (at + 1) & (kOverrideSlots - 1);
-    if (!c.overrides[at].used) return false;
-    // Backward-shift deletion: later entries of the cluster move up if their home allows.
+    const uint32_t at = override_slot(c, flow_hash);
+    const uint32_t index = c.override_slots[at].index;
+    if (index == 0) return false;
+    // Backward-shift deletion: later slots of the cluster move up if their home allows.
     uint32_t hole = at;
-    for (uint32_t next = (hole + 1) & (kOverrideSlots - 1); c.overrides[next].used;
+    for (uint32_t next = (hole + 1) & (kOverrideSlots - 1); c.override_slots[next].index != 0;
          next = (next + 1) & (kOverrideSlots - 1)) {
-        const uint32_t home = override_home(c.overrides[next].flow_hash);
+        const uint32_t home = override_home(c.override_slots[next].flow_hash);
         // `next` may fill the hole if its home is not in (hole, next].
         const bool stays =
             hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
         if (stays) continue;
-        c.overrides[hole] = c.overrides[next];
+        c.override_slots[hole] = c.override_slots[next];
         hole = next;
     }
-    c.overrides[hole] = Override{};
-    --c.override_count;
+    c.override_slots[hole] = OverrideSlot{};
+    // The last flow fills the removed one's place, and its slot follows.
+    const uint32_t last = --c.override_count;
+    if (index - 1 != last) {
+        c.overrides[index - 1] = c.overrides[last];
+        c.override_slots[override_slot(c, c.overrides[last].flow_hash)].index = index;
+    }
+    c.overrides[last] = Override{};
     if (held_ != nullptr) held_->release(flow_hash);
     return true;
 }
@@ -506,8 +508,8 @@ void SloGovernor::close_window(ClassState& c, uint64_t end_ns) {
     uint64_t returning_load = 0;
     if (c.override_count != 0) {
         const uint32_t quiet = c.controller.spec().quiet_windows;
-        for (Override& o : c.overrides) {
-            if (!o.used) continue;
+        for (uint32_t i = 0; i < c.override_count; ++i) {
+            Override& o = c.overrides[i];
             const uint64_t bytes = c.meter.bytes_of(o.flow_hash);
             if (bytes != 0) ++active;
             active_bytes += bytes;

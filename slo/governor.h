@@ -58,8 +58,9 @@ namespace twinlane::slo {
 
 using sched::RelaxedCounter;
 
-// Flows of one class that can be downgraded at once.
-inline constexpr uint32_t kMaxDowngradedFlows = 4096;
+// Flows of one class that can be downgraded at once: a surge over thousands of clients moves
+// about two flows per client (requests and responses).
+inline constexpr uint32_t kMaxDowngradedFlows = 16384;
 
 // A class's packets moved to another class (downgrade, return, reclassification of a
 // downgraded flow): replay's report keeps per-class accounting with them.
@@ -249,11 +250,13 @@ class SloGovernor {
 
   private:
     static constexpr uint32_t kLanes = admission::kMaxLanes;
-    static constexpr uint32_t kOverrideSlotBits = 13;
+    static constexpr uint32_t kOverrideSlotBits = 15;
     static constexpr uint32_t kOverrideSlots = uint32_t{1} << kOverrideSlotBits;
     static_assert(kOverrideSlots == 2 * kMaxDowngradedFlows, "overrides at most half full");
 
-    // The downgraded flows of one class: open addressing by flow hash, backward-shift removal.
+    // The downgraded flows of one class, kept dense (a window's close visits only them), found
+    // through a hash table of slots (flow hash, index + 1; open addressing, backward-shift
+    // removal; the last flow moves into a removed one's place).
     // `queued`: the flow's packets in the lower class; it returns only when there are none.
     // Its load while down, for its return: `bytes_down` over `windows_down` windows closed
     // since it went down, `active_windows` of them with bytes, `silent_windows` in a row
@@ -269,8 +272,11 @@ class SloGovernor {
         uint32_t windows_down = 0;
         uint32_t active_windows = 0;
         uint64_t bytes_down = 0;
-        bool used = false;
         bool returning = false;
+    };
+    struct OverrideSlot {
+        uint32_t flow_hash = 0;
+        uint32_t index = 0;  // into ClassState::overrides, + 1; 0: free
     };
 
     struct ClassState {
@@ -311,7 +317,8 @@ class SloGovernor {
         uint64_t path_min_bps = 0;          // lowest shaper above the cap node (or the link)
         uint64_t service_bps = 0;           // min(cap, path_min_bps)
         uint64_t guard_bytes = UINT64_MAX;  // backlog at which the predicted delay is the guard
-        std::array<Override, kOverrideSlots> overrides{};
+        std::array<Override, kMaxDowngradedFlows> overrides{};  // [0, override_count)
+        std::array<OverrideSlot, kOverrideSlots> override_slots{};
         uint32_t override_count = 0;
         LiveSloCounters live;
         std::vector<WindowRecord> windows;
@@ -324,13 +331,16 @@ class SloGovernor {
 
     const Override* find_override(const ClassState& c, uint32_t flow_hash) const {
         if (c.override_count == 0) return nullptr;
+        const uint32_t at = override_slot(c, flow_hash);
+        const OverrideSlot& slot = c.override_slots[at];
+        return slot.index == 0 ? nullptr : &c.overrides[slot.index - 1];
+    }
+    // The slot holding `flow_hash`, else the free slot ending its probe sequence.
+    static uint32_t override_slot(const ClassState& c, uint32_t flow_hash) {
         uint32_t at = override_home(flow_hash);
-        for (;;) {
-            const Override& o = c.overrides[at];
-            if (!o.used) return nullptr;
-            if (o.flow_hash == flow_hash) return &o;
+        while (c.override_slots[at].index != 0 && c.override_slots[at].flow_hash != flow_hash)
             at = (at + 1) & (kOverrideSlots - 1);
-        }
+        return at;
     }
     Override* find_override(ClassState& c, uint32_t flow_hash) {
         return const_cast<Override*>(std::as_const(*this).find_override(c, flow_hash));

@@ -71,6 +71,7 @@ class Rig {
             leaves.push_back(p.leaf);
         std::vector<sched::DroppedPacket> drops(count);
         const uint32_t accepted = scheduler_->enqueue(packets.data(), count, now_ns, drops.data());
+        governor_->dropped(drops.data(), count - accepted);  // as the pipeline tells it
         if (dropped != nullptr)
             *dropped += count - accepted;
         else
@@ -187,8 +188,8 @@ TEST(SloGovernor, AReturnDecidedWithPacketsStillBelowTakesEffectWhenTheyHaveLeft
 TEST(SloGovernor, PastTheTargetEvenFlowsTheMeterCannotHoldArePressedOut) {
     Rig rig;
     const uint64_t start = 1 * kMs + 100'000;
-    downgrade_by_pressure(rig, start);  // the cap at its max, 9 Gbit/s
-    const uint32_t flows = 4 * FlowMeter::kSlots;
+    downgrade_by_pressure(rig, start);              // the cap at its max, 9 Gbit/s
+    const uint32_t flows = 12 * FlowMeter::kSlots;  // 12288: more than 4096, the old table
     uint32_t below = 0, dropped = 0;  // `other` holds 1 MiB: most of what goes below is dropped
     for (uint32_t i = 0; i < flows; ++i) {
         const uint32_t flow = 0x1000'0000u + i;  // distinct, spread over the slots
@@ -202,6 +203,16 @@ TEST(SloGovernor, PastTheTargetEvenFlowsTheMeterCannotHoldArePressedOut) {
     EXPECT_GT(below, flows - 64);
     EXPECT_EQ(rig.inference().downgraded_flows, below + 1);
     EXPECT_EQ(rig.drain(start + 1'000'000), flows + 40 - dropped);
+    // Silent once drained, every flow returns, the table empties and holds nothing.
+    for (uint64_t t = start + 20 * kMs; t <= start + 80 * kMs; t += kMs)
+        rig.governor().tick(t);
+    EXPECT_EQ(rig.inference().downgraded_flows, 0u);
+    EXPECT_GE(rig.inference().downgrades, below + 1);  // the rest by the missed window
+    EXPECT_EQ(rig.inference().returns, rig.inference().downgrades);
+    for (uint32_t i = 0; i < flows; i += 97)
+        ASSERT_FALSE(rig.held().held(0x1000'0000u + i)) << "flow " << i;
+    EXPECT_EQ(rig.arrive(kInference, 0x1000'0000u + 5, 1, start + 81 * kMs)[0],
+              rig.leaf(kInference));
 }
 
 TEST(SloGovernor, ReleasesWhatItHoldsWhenDestroyed) {
