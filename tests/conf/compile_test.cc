@@ -71,7 +71,7 @@ TEST(Compile, DefaultPolicyTree) {
     EXPECT_EQ(tree.nodes[1].name, "inference");
     EXPECT_EQ(tree.nodes[1].priority, 0u);
     EXPECT_EQ(tree.nodes[1].shaper.rate_bits_per_sec, 5'000'000'000u);
-    EXPECT_EQ(tree.nodes[1].shaper.burst_bytes, 62'500u);  // 100 us at 5 Gb/s
+    EXPECT_EQ(tree.nodes[1].shaper.burst_bytes, 625'000u);  // 1 ms at 5 Gb/s
     EXPECT_TRUE(tree.nodes[1].codel.enabled);
     EXPECT_EQ(tree.nodes[1].codel.target_ns, 500'000u);
     EXPECT_EQ(tree.nodes[2].name, "bulk");
