@@ -8,9 +8,9 @@
 // Written by the lcores that own egress trees (hold / release: an atomic add per downgrade or
 // return, never per packet), read by the RX lcores' classifiers when a flow crosses the
 // elephant threshold (a relaxed load). A count per slot of 2^15 (twice the governor's
-// downgraded flows at most): a flow whose hash shares a
-// slot with a held one is not made an elephant while that one is held, as colliding flows
-// already share a fate in the governor, which names flows by the same 32-bit hash.
+// downgraded flows at most): a flow whose hash shares a slot with a held one is not made an
+// elephant while that one is held, as colliding flows already share a fate in the governor,
+// which names flows by the same 32-bit hash.
 #pragma once
 
 #include <array>

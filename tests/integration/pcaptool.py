@@ -58,12 +58,12 @@ def write_records(path, records):
 
 
 def vxlan(args):
+    from frames import ethernet, ipv4  # beside this file; only this command needs them
     out = []
     for t_ns, wire, data in read_records(args.a):
-        udp_len = 8 + 8 + len(data)
         source_port = 49152 + (zlib.crc32(data[:54]) & 0x3FFF)
-        udp = struct.pack("!HHHH", source_port, 4789, udp_len, 0)
         vxlan_header = struct.pack("!BBHI", 0x08, 0, 0, 100 << 8)
+        udp = struct.pack("!HHHH", source_port, 4789, 8 + len(vxlan_header) + len(data), 0)
         # The inner IPv4/IPv6 header's ECN field, copied outward as Linux tunnels do (RFC 6040;
         # CE leaves as ECT(0)); DSCP stays 0.
         ecn = 0
@@ -72,11 +72,8 @@ def vxlan(args):
         elif data[12:14] == b"\x86\xdd" and len(data) > 15:
             ecn = (data[15] >> 4) & 3
         ecn = 2 if ecn == 3 else ecn
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, ecn, 20 + udp_len, 0, 0x4000, 64, 17, 0,
-                         bytes([198, 18, 250, 1]), bytes([198, 18, 251, 1]))
-        ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
-        outer = b"\x02\x00\x00\x00\x00\x0b" + b"\x02\x00\x00\x00\x00\x0a" + b"\x08\x00"
-        frame = outer + ip + udp + vxlan_header + data
+        frame = ethernet(ipv4(17, udp + vxlan_header + data, [198, 18, 250, 1],
+                              [198, 18, 251, 1], tos=ecn))
         out.append((t_ns, wire + len(frame) - len(data), frame))
     write_records(args.out, out)
 
