@@ -21,6 +21,8 @@ std::optional<std::string> LeafMap::build(std::vector<ClassLeaves> classes, Leaf
                 if (cls.leaf_count == 0) return where + "no leaves to spread jobs over";
                 e.count = cls.leaf_count;
                 e.magic = UINT64_MAX / e.count + 1;
+                e.job_leaves = static_cast<uint32_t>(map.job_leaves_.size());
+                map.job_leaves_.emplace_back(e.first_leaf, e.count);
                 break;
             case JobSplit::listed: {
                 if (cls.leaf_count != cls.jobs.size() + 1)
@@ -54,6 +56,30 @@ std::optional<std::string> LeafMap::build(std::vector<ClassLeaves> classes, Leaf
     map.classes_ = std::move(classes);
     out = std::move(map);
     return std::nullopt;
+}
+
+void LeafMap::adopt(const LeafMap& old, const sched::Scheduler& old_tree,
+                    const sched::Scheduler& new_tree) {
+    const size_t classes = std::min(class_count(), old.class_count());
+    for (size_t c = 0; c < classes; ++c) {
+        const JobLeaves* before = old.job_leaves(static_cast<uint8_t>(c));
+        if (before == nullptr || entries_[c].split != JobSplit::modulo) continue;
+        JobLeaves& now = job_leaves_[entries_[c].job_leaves];
+        // The leaf, in this tree, that an old leaf's packets moved to, as an offset in `now`.
+        const auto moved_to = [&](uint16_t old_offset) -> std::optional<uint16_t> {
+            const auto id = new_tree.leaf_id(
+                old_tree.leaf_name(static_cast<uint16_t>(before->first_leaf() + old_offset)));
+            if (!id || *id < now.first_leaf() || *id >= now.first_leaf() + now.count())
+                return std::nullopt;
+            return static_cast<uint16_t>(*id - now.first_leaf());
+        };
+        before->for_each_job([&](uint32_t job, uint16_t offset, uint64_t last_ns) {
+            if (const auto to = moved_to(offset)) now.adopt(job, *to, last_ns);
+        });
+        before->for_each_overflow([&](uint16_t offset) {
+            if (const auto to = moved_to(offset)) now.adopt_overflow(*to);
+        });
+    }
 }
 
 }  // namespace twinlane::admission

@@ -1,12 +1,14 @@
 // LeafMap: where a classified packet enters its egress port's scheduling tree, from its class
 // and job, in O(1) and inline (one per packet on the hot path). Compiled once from the policy
-// (conf/compile.h), immutable afterwards; safe to read from any thread.
+// (conf/compile.h); each tree's owner keeps its own copy, whose place() assigns jobs to leaves
+// as they come (single-threaded); the compiled mapping, leaf(), never changes.
 //
 // A class enters one leaf, or a per_job node's generated leaves, which are consecutive leaf
 // ids (pre-order): `listed` gives leaf first + i to jobs[i] and first + jobs.size() to every
-// other job; `modulo` gives first + job % count. Listed jobs are found in a small
-// open-addressing table with a probe bound fixed at build time; modulo uses a precomputed
-// reciprocal (Lemire's fastmod), so neither divides nor searches per packet.
+// other job; `modulo` (`per_job: {count}`) gives each job a leaf of its own while there are
+// enough (job_leaves.h), first + job % count being its home. Listed jobs are found in a small
+// open-addressing table with a probe bound fixed at build time; the home uses a precomputed
+// reciprocal (Lemire's fastmod), so neither divides per packet.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "admission/job_leaves.h"
 #include "classifier/hash_slot.h"
+#include "sched/scheduler.h"
 
 namespace twinlane::admission {
 
@@ -37,6 +41,7 @@ class LeafMap {
     // a compile bug, reported rather than hidden).
     static std::optional<std::string> build(std::vector<ClassLeaves> classes, LeafMap& out);
 
+    // The compiled leaf of (class, job): for a per_job count node, the job's home.
     uint16_t leaf(uint8_t class_id, uint32_t job) const {
         const Entry& e = entries_[class_id];
         switch (e.split) {
@@ -50,6 +55,37 @@ class LeafMap {
         return e.first_leaf;
     }
 
+    // The leaf a packet of (class, job) enters now, in the burst next_burst() began (the
+    // owner's: a per_job count node's job may take a free leaf; see job_leaves.h).
+    uint16_t place(uint8_t class_id, uint32_t job, const sched::Scheduler& tree) {
+        const Entry& e = entries_[class_id];
+        if (e.split != JobSplit::modulo) return leaf(class_id, job);
+        return job_leaves_[e.job_leaves].place(
+            job, static_cast<uint16_t>(fastmod(job, e.magic, e.count)), burst_, now_ns_, tree);
+    }
+    // Where the queued packets of (class, job) are: the source of a move.
+    uint16_t where(uint8_t class_id, uint32_t job) const {
+        const Entry& e = entries_[class_id];
+        if (e.split != JobSplit::modulo) return leaf(class_id, job);
+        return job_leaves_[e.job_leaves].where(
+            job, static_cast<uint16_t>(fastmod(job, e.magic, e.count)));
+    }
+    // Before each burst placed, at `now_ns`: packets placed in one burst are enqueued after
+    // all of them are placed, so a leaf that took one is not empty whatever the tree says.
+    void next_burst(uint64_t now_ns) {
+        ++burst_;
+        now_ns_ = now_ns;
+    }
+    // After `new_tree` took over `old_tree`'s packets (Scheduler::migrate_from, leaf by
+    // name): each job keeps the leaf its packets moved to, where it is still its class's.
+    void adopt(const LeafMap& old, const sched::Scheduler& old_tree,
+               const sched::Scheduler& new_tree);
+    // A per_job count class's placement (null for other classes): tests and reports.
+    const JobLeaves* job_leaves(uint8_t class_id) const {
+        const Entry& e = entries_[class_id];
+        return e.split == JobSplit::modulo ? &job_leaves_[e.job_leaves] : nullptr;
+    }
+
     size_t class_count() const { return classes_.size(); }
     const ClassLeaves& class_leaves(uint8_t class_id) const { return classes_[class_id]; }
     const std::vector<ClassLeaves>& classes() const { return classes_; }
@@ -60,8 +96,9 @@ class LeafMap {
         uint32_t first_slot = 0;
         uint32_t slot_bits = 0;  // listed: the table has 2^slot_bits slots
         uint16_t first_leaf = 0;
-        uint16_t count = 1;      // modulo: divisor; listed: jobs + 1 (the last: other jobs)
-        uint32_t max_probe = 0;  // listed: the longest probe sequence any listed job needs
+        uint16_t count = 1;       // modulo: divisor; listed: jobs + 1 (the last: other jobs)
+        uint32_t max_probe = 0;   // listed: the longest probe sequence any listed job needs
+        uint32_t job_leaves = 0;  // modulo: index in job_leaves_
         JobSplit split = JobSplit::none;
     };
     struct Slot {
@@ -91,6 +128,9 @@ class LeafMap {
     std::vector<Entry> entries_;
     std::vector<Slot> slots_;
     std::vector<ClassLeaves> classes_;
+    std::vector<JobLeaves> job_leaves_;
+    uint64_t burst_ = 1;
+    uint64_t now_ns_ = 0;
 };
 
 }  // namespace twinlane::admission

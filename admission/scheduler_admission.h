@@ -1,5 +1,5 @@
 // The admitter into a scheduler the caller owns (classified_burst.h's Admitter): a classified
-// packet becomes a sched::Packet for the leaf its class and job enter (LeafMap), and a flow
+// packet becomes a sched::Packet for the leaf its class and job enter (LeafMap::place), and a flow
 // that changed class first has its queued packets moved to that leaf, so it stays in order.
 // Realtime uses it on the lcore that owns the egress tree (straight from RX when run to
 // completion, from the lane rings otherwise); replay's twinlane discipline uses it per packet.
@@ -39,7 +39,7 @@ class SchedulerAdmission {
     using Item = typename Source::Item;
 
     // `scratch` and `drops` hold at least as many packets as one admit() is given.
-    SchedulerAdmission(sched::Scheduler& scheduler, const LeafMap& leaves, uint32_t lane_count,
+    SchedulerAdmission(sched::Scheduler& scheduler, LeafMap& leaves, uint32_t lane_count,
                        Source& source, std::span<sched::Packet> scratch,
                        std::span<sched::DroppedPacket> drops, uint64_t now_ns,
                        slo::SloGovernor* governor = nullptr)
@@ -54,6 +54,7 @@ class SchedulerAdmission {
 
     void admit(uint8_t lane, const Item* items, uint32_t n) {
         sched::Packet* pkts = scratch_.data();
+        leaves_.next_burst(now_ns_);
         for (uint32_t i = 0; i < n; ++i) {
             // Field by field in place: a descriptor built on the stack and copied made the
             // byte stores of `user` feed a wider load of the copy, a failed store forward that
@@ -73,6 +74,7 @@ class SchedulerAdmission {
     // once per arrival): the same placement and enqueue, without a copy into the scratch.
     template <typename Classified>
     void admit_one(uint8_t lane, sched::Packet& packet, const Classified& c, uint8_t pfc_tag) {
+        leaves_.next_burst(now_ns_);
         place(packet, lane, c, pfc_tag);
         if (governor_ != nullptr && governor_->governs(lane)) [[unlikely]]
             governor_->admit(
@@ -88,15 +90,15 @@ class SchedulerAdmission {
                                                c.flow_hash);
             return;
         }
-        scheduler_.move_flow(leaves_.leaf(old_lane, source_.previous_job(item)),
-                             leaves_.leaf(lane, c.job_id), c.flow_hash);
+        scheduler_.move_flow(leaves_.where(old_lane, source_.previous_job(item)),
+                             leaves_.place(lane, c.job_id, scheduler_), c.flow_hash);
     }
 
   private:
     template <typename Classified>
-    void place(sched::Packet& p, uint8_t lane, const Classified& c, uint8_t pfc_tag) const {
+    void place(sched::Packet& p, uint8_t lane, const Classified& c, uint8_t pfc_tag) {
         p.flow_hash = c.flow_hash;
-        p.leaf = leaves_.leaf(lane, c.job_id);
+        p.leaf = leaves_.place(lane, c.job_id, scheduler_);
         p.user = pack_user(lane, pfc_tag);
     }
     void enqueue(sched::Packet* pkts, uint32_t n) {
@@ -108,7 +110,7 @@ class SchedulerAdmission {
     }
 
     sched::Scheduler& scheduler_;
-    const LeafMap& leaves_;
+    LeafMap& leaves_;
     const uint32_t lane_count_;
     Source& source_;
     std::span<sched::Packet> scratch_;

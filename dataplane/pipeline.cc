@@ -387,6 +387,8 @@ void apply_pending_update(EgressTask& e, uint64_t now_ns) {
     if (update->replacement) {
         update->error = update->replacement->migrate_from(*e.scheduler, now_ns);
         if (!update->error) {
+            // Jobs keep the leaves their packets moved to (no flow overtakes its queued packets).
+            update->leaves.adopt(e.leaves, *e.scheduler, *update->replacement);
             std::swap(e.scheduler, update->replacement);  // the old tree goes back to the poster
             std::swap(e.leaves, update->leaves);
             pfc_reapply_holds(e.pfc, *e.scheduler);

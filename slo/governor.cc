@@ -173,7 +173,7 @@ SloGovernor::~SloGovernor() {
 }
 
 std::optional<std::string> SloGovernor::bind(sched::Scheduler* scheduler,
-                                             const admission::LeafMap* leaves) {
+                                             admission::LeafMap* leaves) {
     scheduler_ = nullptr;
     leaves_ = nullptr;
     for (auto& c : classes_)
@@ -336,7 +336,7 @@ uint64_t SloGovernor::downgrade_flow(ClassState& c, const FlowLoad& flow) {
     if (!insert_override(c, flow.flow_hash, flow.job)) return 0;
     const uint8_t to = c.spec.downgrade_class;
     const sched::MoveResult moved = scheduler_->move_flow(
-        leaves_->leaf(c.lane, flow.job), leaves_->leaf(to, flow.job), flow.flow_hash,
+        leaves_->where(c.lane, flow.job), leaves_->place(to, flow.job, *scheduler_), flow.flow_hash,
         lane_stamp(to), drop_handler_ != nullptr ? drop_scratch_.data() : nullptr,
         drop_handler_ != nullptr ? static_cast<uint32_t>(drop_scratch_.size()) : 0);
     find_override(c, flow.flow_hash)->queued += moved.packets;
@@ -628,16 +628,20 @@ uint32_t SloGovernor::follow_reclassification(uint8_t old_lane, uint32_t old_job
         uint8_t cls;
         Override* below;  // the override that put it there, if any
     };
-    const auto where = [&](uint8_t l, uint32_t j) -> Place {
+    // Where its packets are (`placing`: where its next packet goes).
+    const auto where = [&](uint8_t l, uint32_t j, bool placing) -> Place {
+        const auto leaf = [&](uint8_t cls, uint32_t jb) {
+            return placing ? leaves_->place(cls, jb, *scheduler_) : leaves_->where(cls, jb);
+        };
         if (governs(l)) {
             ClassState& c = *classes_[static_cast<size_t>(class_of_lane_[l])];
             if (Override* o = find_override(c, flow_hash))
-                return {leaves_->leaf(c.spec.downgrade_class, o->job), c.spec.downgrade_class, o};
+                return {leaf(c.spec.downgrade_class, o->job), c.spec.downgrade_class, o};
         }
-        return {leaves_->leaf(l, j), l, nullptr};
+        return {leaf(l, j), l, nullptr};
     };
-    const Place from = where(old_lane, old_job);
-    const Place to = where(lane, job);
+    const Place from = where(old_lane, old_job, false);
+    const Place to = where(lane, job, true);
     const sched::MoveResult moved =
         scheduler_->move_flow(from.leaf, to.leaf, flow_hash, lane_stamp(to.cls));
     if (from.below != nullptr && from.below != to.below) from.below->queued = 0;

@@ -183,7 +183,7 @@ class SloGovernor {
     // The tree to act on and where classes enter it; nullptr: measure only. Again after the
     // tree was replaced or changed in place (the cap is read back from the tree). Off the hot
     // path; an error (a node or class the tree lacks) leaves the governor unbound.
-    std::optional<std::string> bind(sched::Scheduler* scheduler, const admission::LeafMap* leaves);
+    std::optional<std::string> bind(sched::Scheduler* scheduler, admission::LeafMap* leaves);
     // Replay's report follows class moves through this vector (nullptr: not recorded).
     void set_move_sink(std::vector<ClassMove>* moves) { moves_ = moves; }
     // With a handler, a downgrade keeps the lower class within its limits (what does not fit
@@ -403,7 +403,7 @@ class SloGovernor {
     std::array<uint32_t, kLanes> downgraders_{};  // per lane: bit i = class i downgrades to it
     std::vector<std::unique_ptr<ClassState>> classes_;
     sched::Scheduler* scheduler_ = nullptr;
-    const admission::LeafMap* leaves_ = nullptr;
+    admission::LeafMap* leaves_ = nullptr;
     uint64_t next_deadline_ns_ = 0;
     bool started_ = false;
     std::vector<ClassMove>* moves_ = nullptr;
@@ -466,7 +466,7 @@ void SloGovernor::admit(uint8_t lane, sched::Packet* pkts, uint32_t n, JobOf job
         sched::Packet& p = pkts[i];
         Override* o = find_override(c, p.flow_hash);
         if (o == nullptr) continue;
-        p.leaf = leaves_->leaf(to, job_of(i));
+        p.leaf = leaves_->place(to, job_of(i), *scheduler_);
         p.user = admission::pack_user(to, admission::user_pfc_tag(p.user));
         ++o->queued;
         ++moved;
