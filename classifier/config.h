@@ -47,10 +47,10 @@ struct ClassifierConfig {
     uint8_t inference_class = 0;                // defaults(): "inference"
 
     // Jobs for the flows no rule gave one (job 0), from the source address's first
-    // job_prefix_ipv4 / job_prefix_ipv6 bits: the network number (IPv6: folded to 32 bits), so
-    // consecutive subnets are consecutive jobs and spread over a per_job node's `count` leaves.
-    // 0: off (such flows stay job 0). Training jobs the policy does not list share by job, not
-    // all in job 0's queue.
+    // job_prefix_ipv4 / job_prefix_ipv6 bits: the network number (IPv6: folded to 32 bits), a
+    // job per subnet, which a per_job node's `count` leaves give a leaf of its own while one is
+    // free (admission/job_leaves.h). 0: off (such flows stay job 0). Training jobs the policy does
+    // not list share by job, not all in job 0's queue.
     uint8_t job_prefix_ipv4 = 0;  // 0 or 1..32
     uint8_t job_prefix_ipv6 = 0;  // 0 or 1..128
 

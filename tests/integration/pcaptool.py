@@ -16,6 +16,10 @@
       198.18.250.1 and 198.18.251.1 (DSCP 0, Linux's vxlan default; the inner ECN copied out,
       as Linux tunnels do), UDP to 4789 from a port hashed from the inner frame's headers,
       VNI 100. Microsecond timestamps.
+  pcaptool.py scatter IN.pcap OUT.pcap [--seed S]
+      Moves each IPv4 /24 in 198.18.16.0/20 (where `twinlane gen` puts its training jobs, one
+      /24 each) to a random 10.a.b.0/24, source and destination alike, as jobs sit in a real
+      cluster's address plan; the IPv4 header checksum is redone. Microsecond timestamps.
   pcaptool.py malformed OUT.pcap [--count N] [--seed S]
       Writes frames that are broken in many ways (truncated headers, bad IHL, IPv4 total
       length beyond the frame, IPv6 extension loops, runt frames, VLAN tags without payload)
@@ -75,6 +79,31 @@ def vxlan(args):
         frame = ethernet(ipv4(17, udp + vxlan_header + data, [198, 18, 250, 1],
                               [198, 18, 251, 1], tos=ecn))
         out.append((t_ns, wire + len(frame) - len(data), frame))
+    write_records(args.out, out)
+
+
+def scatter(args):
+    rng = random.Random(args.seed)
+    moved = {}
+    out = []
+    for t_ns, wire, data in read_records(args.a):
+        frame = bytearray(data)
+        l3 = 14
+        while frame[l3 - 2:l3] in (b"\x81\x00", b"\x88\xa8") and len(frame) >= l3 + 4:
+            l3 += 4
+        if frame[l3 - 2:l3] == b"\x08\x00" and len(frame) >= l3 + 20:
+            changed = False
+            for at in (l3 + 12, l3 + 16):
+                if frame[at] == 198 and frame[at + 1] == 18 and 16 <= frame[at + 2] < 32:
+                    subnet = moved.setdefault(frame[at + 2], bytes([10, rng.randrange(256),
+                                                                    rng.randrange(256)]))
+                    frame[at:at + 3] = subnet
+                    changed = True
+            if changed:
+                header = (frame[l3] & 15) * 4
+                frame[l3 + 10:l3 + 12] = b"\0\0"
+                frame[l3 + 10:l3 + 12] = struct.pack("!H", checksum(bytes(frame[l3:l3 + header])))
+        out.append((t_ns, wire, bytes(frame)))
     write_records(args.out, out)
 
 
@@ -204,6 +233,10 @@ def main():
     v = sub.add_parser("vxlan")
     v.add_argument("a")
     v.add_argument("out")
+    sc = sub.add_parser("scatter")
+    sc.add_argument("a")
+    sc.add_argument("out")
+    sc.add_argument("--seed", type=int, default=1)
     m = sub.add_parser("malformed")
     m.add_argument("out")
     m.add_argument("--count", type=int, default=200)
@@ -214,6 +247,9 @@ def main():
         return 0
     if args.cmd == "vxlan":
         vxlan(args)
+        return 0
+    if args.cmd == "scatter":
+        scatter(args)
         return 0
     if args.cmd == "malformed":
         malformed(args)

@@ -24,7 +24,9 @@
 #                 bulk class (a policy without a class named `training` names its elephants')
 #   unlisted_jobs six and eight RoCE jobs under a policy whose rules name four: the others get
 #                 jobs of their own (job_by_source), each in a leaf of its own, and all share
-#                 fairly (they all fell into job 0's leaf)
+#                 fairly (they all fell into job 0's leaf); and the same jobs in scattered
+#                 subnets (pcaptool.py scatter), whose job numbers meet modulo the leaf count
+#                 (which put two jobs in one leaf)
 #   overlay       the same RoCE jobs and inference wrapped in VXLAN (one outer flow per inner
 #                 flow, DSCP 0 and the inner ECN outside): classified by the packet inside
 #                 (vxlan_inner), every class and job as without the overlay, as many ECN marks
@@ -199,6 +201,21 @@ assert fairness["jobs"] == jobs, fairness
 assert fairness["jain_jobs"] >= 0.99, fairness
 print(f"PASS: {jobs} RoCE jobs (4 named by rules) are {jobs} jobs; Jain across them {fairness['jain_jobs']:.3f} >= 0.99")
 PY
+        # Scattered: job_by_source numbers each /24 from its address (10.a.b -> b modulo
+        # the 8 leaves), so homes collide; each job still gets a leaf of its own.
+        for seed in 6 7 8; do
+            python3 "$pcaptool" scatter "$WORK/jobs.pcap" "$WORK/scattered.pcap" --seed "$seed"
+            "$twinlane" --log-level warn replay -c "$policy" -i "$WORK/scattered.pcap" \
+                --report "$WORK/scattered.json" >/dev/null || fail "replay of $jobs scattered jobs"
+            python3 - "$WORK/scattered.json" "$jobs" "$seed" <<'PY' || fail "$jobs jobs in scattered subnets (seed $seed): fairness"
+import json, sys
+fairness = json.load(open(sys.argv[1]))["fairness"]
+jobs = int(sys.argv[2])
+assert fairness["jobs"] == jobs, fairness
+assert fairness["jain_jobs"] >= 0.99, fairness
+print(f"PASS: {jobs} RoCE jobs in scattered /24s (seed {sys.argv[3]}): Jain across them {fairness['jain_jobs']:.3f} >= 0.99")
+PY
+        done
     done
     ;;
 overlay)

@@ -33,7 +33,7 @@ class Rig {
         EXPECT_TRUE(loaded.ok());
         compiled_ = conf::compile_policy(*loaded.policy);
         EXPECT_TRUE(compiled_.ok());
-        const conf::CompiledEgress& egress = compiled_.egress.at(0);
+        conf::CompiledEgress& egress = compiled_.egress.at(0);
         scheduler_ = sched::Scheduler::build(egress.tree).scheduler;
         lanes_ = static_cast<uint32_t>(egress.leaves.class_count());
         governor_ =
