@@ -76,8 +76,7 @@ uint16_t JobLeaves::pick(uint16_t from, uint64_t burst, const sched::Scheduler& 
         const uint16_t l = static_cast<uint16_t>(from + i < count_ ? from + i : from + i - count_);
         if (leaves_[l].jobs == 0) return l;
         const bool empty = idle(l, burst, tree);
-        if ((empty && !best_idle) ||
-            (empty == best_idle && leaves_[l].jobs < leaves_[best].jobs)) {
+        if ((empty && !best_idle) || (empty == best_idle && leaves_[l].jobs < leaves_[best].jobs)) {
             best = l;
             best_idle = empty;
         }
@@ -125,18 +124,12 @@ bool JobLeaves::insert(uint32_t job, uint16_t offset, uint64_t now_ns) {
 }
 
 void JobLeaves::erase(uint32_t slot) {
-    const uint32_t mask = (1u << slot_bits_) - 1;
     detach(slots_[slot].offset);
     --entries_;
-    uint32_t hole = slot;
-    for (uint32_t at = (slot + 1) & mask; slots_[at].used; at = (at + 1) & mask) {
-        const uint32_t want = classifier::hash_slot(slots_[at].job, slot_bits_);
-        // The entry may fill the hole when its home is not in the cyclic range (hole, at].
-        if (((at - want) & mask) >= ((at - hole) & mask)) {
-            slots_[hole] = slots_[at];
-            hole = at;
-        }
-    }
+    const uint32_t hole = classifier::erase_slot(
+        slot, (1u << slot_bits_) - 1, [&](uint32_t s) { return slots_[s].used; },
+        [&](uint32_t s) { return classifier::hash_slot(slots_[s].job, slot_bits_); },
+        [&](uint32_t from, uint32_t to) { slots_[to] = slots_[from]; });
     slots_[hole] = Entry{};
 }
 

@@ -69,9 +69,9 @@ class JobLeaves {
         uint64_t last_ns = 0;  // the job's last packet
     };
     struct LeafState {
-        uint32_t jobs = 0;         // entries placing into it
-        uint64_t last_burst = 0;   // the last burst that placed a packet into it (0: none)
-        bool overflow = false;     // may hold packets of jobs with no entry
+        uint32_t jobs = 0;        // entries placing into it
+        uint64_t last_burst = 0;  // the last burst that placed a packet into it (0: none)
+        bool overflow = false;    // may hold packets of jobs with no entry
     };
 
     // Holds nothing and took nothing in this burst: no job placing into it has a packet there.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "classifier/hash_slot.h"
+
 namespace twinlane::classifier {
 
 FlowTable::FlowTable(uint32_t capacity, uint32_t slots_per_flow)
@@ -56,23 +58,15 @@ FlowRecord FlowTable::record(const FlowEntry& entry) const {
 }
 
 void FlowTable::erase(FlowEntry& entry) {
-    uint32_t hole = slot_of(entry);
-    // Backward-shift deletion: pull later members of the probe run into the hole when their
-    // home slot does not lie cyclically in (hole, next]. The home slot is recomputed from the
-    // key (not stored: keeps the entry in one line); erase is for ageing, not per packet.
-    uint32_t next = hole;
-    for (;;) {
-        next = (next + 1) & slot_mask_;
-        if (!entries_[next].in_use) break;
-        const uint32_t home = hash_key(key_of(entries_[next])) & slot_mask_;
-        const bool movable =
-            hole <= next ? (home <= hole || home > next) : (home <= hole && home > next);
-        if (movable) {
-            entries_[hole] = entries_[next];
-            cold_[hole] = cold_[next];
-            hole = next;
-        }
-    }
+    // The home slot is recomputed from the key (not stored: keeps the entry in one line);
+    // erase is for ageing, not per packet.
+    const uint32_t hole = erase_slot(
+        slot_of(entry), slot_mask_, [&](uint32_t s) { return entries_[s].in_use != 0; },
+        [&](uint32_t s) { return hash_key(key_of(entries_[s])) & slot_mask_; },
+        [&](uint32_t from, uint32_t to) {
+            entries_[to] = entries_[from];
+            cold_[to] = cold_[from];
+        });
     entries_[hole].in_use = 0;
     --size_;
 }

@@ -243,18 +243,10 @@ bool SloGovernor::erase_override(ClassState& c, uint32_t flow_hash) {
     const uint32_t at = override_slot(c, flow_hash);
     const uint32_t index = c.override_slots[at].index;
     if (index == 0) return false;
-    // Backward-shift deletion: later slots of the cluster move up if their home allows.
-    uint32_t hole = at;
-    for (uint32_t next = (hole + 1) & (kOverrideSlots - 1); c.override_slots[next].index != 0;
-         next = (next + 1) & (kOverrideSlots - 1)) {
-        const uint32_t home = override_home(c.override_slots[next].flow_hash);
-        // `next` may fill the hole if its home is not in (hole, next].
-        const bool stays =
-            hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
-        if (stays) continue;
-        c.override_slots[hole] = c.override_slots[next];
-        hole = next;
-    }
+    const uint32_t hole = classifier::erase_slot(
+        at, kOverrideSlots - 1, [&](uint32_t s) { return c.override_slots[s].index != 0; },
+        [&](uint32_t s) { return override_home(c.override_slots[s].flow_hash); },
+        [&](uint32_t from, uint32_t to) { c.override_slots[to] = c.override_slots[from]; });
     c.override_slots[hole] = OverrideSlot{};
     // The last flow fills the removed one's place, and its slot follows.
     const uint32_t last = --c.override_count;

@@ -59,12 +59,8 @@ void BM_AdmitJobs(benchmark::State& state) {
     state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kBurst);
 }
 
-BENCHMARK(BM_AdmitJobs<false>)
-    ->Name("BM_AdmitJobs_Fixed")
-    ->ArgsProduct({{4, 8, 16}, {0, 512}});
-BENCHMARK(BM_AdmitJobs<true>)
-    ->Name("BM_AdmitJobs_Placed")
-    ->ArgsProduct({{4, 8, 16}, {0, 512}});
+BENCHMARK(BM_AdmitJobs<false>)->Name("BM_AdmitJobs_Fixed")->ArgsProduct({{4, 8, 16}, {0, 512}});
+BENCHMARK(BM_AdmitJobs<true>)->Name("BM_AdmitJobs_Placed")->ArgsProduct({{4, 8, 16}, {0, 512}});
 
 }  // namespace
 }  // namespace twinlane::admission

@@ -56,7 +56,7 @@ TEST(JobLeaves, JobsWhoseHomesCollideEachGetALeaf) {
     for (uint32_t job : jobs)
         leaves.insert(arrive(map, *tree, job));
     EXPECT_EQ(leaves.size(), 5u);
-    EXPECT_EQ(map.where(0, 0), 0);  // the first takes its home
+    EXPECT_EQ(map.where(0, 0), 0);           // the first takes its home
     for (int round = 0; round < 3; ++round)  // and each keeps its own
         for (uint32_t job : jobs)
             EXPECT_EQ(arrive(map, *tree, job), map.where(0, job));
@@ -163,8 +163,7 @@ void check_placement(uint16_t count, uint32_t jobs, uint32_t seed, uint64_t& alo
             ++queued[j];
         }
         std::vector<sched::DroppedPacket> drops(burst.size());
-        ASSERT_EQ(tree->enqueue(burst.data(), static_cast<uint32_t>(burst.size()), 0,
-                                drops.data()),
+        ASSERT_EQ(tree->enqueue(burst.data(), static_cast<uint32_t>(burst.size()), 0, drops.data()),
                   burst.size());
         sched::Packet out[64];
         sched::DroppedPacket codel[8];
@@ -182,8 +181,8 @@ void check_placement(uint16_t count, uint32_t jobs, uint32_t seed, uint64_t& alo
 }
 
 TEST(JobLeaves, NoJobEverEntersALeafOtherThanItsQueuedPackets) {
-    for (auto [count, jobs, seed] : {std::tuple{8, 6, 1}, {8, 12, 2}, {4, 40, 3}, {3, 200, 4},
-                                     {1, 5, 5}}) {
+    for (auto [count, jobs, seed] :
+         {std::tuple{8, 6, 1}, {8, 12, 2}, {4, 40, 3}, {3, 200, 4}, {1, 5, 5}}) {
         uint64_t checked = 0;
         check_placement(static_cast<uint16_t>(count), static_cast<uint32_t>(jobs),
                         static_cast<uint32_t>(seed), checked);
