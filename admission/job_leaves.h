@@ -5,7 +5,8 @@
 // free leaf once the shared one is empty (while it holds packets, the jobs in it stay
 // together). A job that sent nothing for kQuietNs and has nothing queued gives its leaf back
 // when another job needs one. A fixed job % N puts two of five jobs in one leaf four times in
-// five (the birthday bound over 8 leaves), and each of the two then gets half a leaf.
+// five (the birthday bound over 8 leaves). Jobs that do share a leaf still get equal shares:
+// the leaf is fair by job and weighs as many jobs as it holds (sched::NodeSpec::fq_by_job).
 //
 // A job changes leaf only while the leaf it leaves is empty and took nothing in the burst
 // being placed (whose packets are enqueued after placement), so no flow is reordered. Past

@@ -99,6 +99,7 @@ class SchedulerAdmission {
     void place(sched::Packet& p, uint8_t lane, const Classified& c, uint8_t pfc_tag) {
         p.flow_hash = c.flow_hash;
         p.leaf = leaves_.place(lane, c.job_id, scheduler_);
+        p.job = sched::job_tag(c.job_id);
         p.user = pack_user(lane, pfc_tag);
     }
     void enqueue(sched::Packet* pkts, uint32_t n) {

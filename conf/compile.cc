@@ -32,7 +32,10 @@ class TreeCompiler {
     // The node index where class `c` enters (its leaf or per_job node).
     size_t entry_node(size_t c) const { return entry_nodes_.at(c); }
 
-    void add(const TreeNode& node, const std::string& parent, uint32_t position_in_parent) {
+    // `job_leaf`: a leaf a per_job node generated, shared by jobs when they outnumber its
+    // leaves (listed: every job not listed), so fair across jobs before flows (fq_by_job).
+    void add(const TreeNode& node, const std::string& parent, uint32_t position_in_parent,
+             bool job_leaf = false) {
         sched::NodeSpec spec;
         spec.name = node.name;
         spec.kind = to_sched(node.kind);
@@ -56,6 +59,7 @@ class TreeCompiler {
             spec.limit_bytes = node.limit_bytes;
             spec.fq_buckets = node.fq_buckets;
             spec.fq_sparse_first = node.fq_sparse_boost;
+            spec.fq_by_job = job_leaf && node.kind == NodeKind::fq;
             if (node.codel) {
                 spec.codel = sched::CodelSpec{.enabled = true,
                                               .target_ns = node.codel->target_ns,
@@ -85,7 +89,8 @@ class TreeCompiler {
         }
         const size_t first_child_leaf = leaf_count_;
         for (size_t i = 0; i < node.children.size(); ++i) {
-            add(node.children[i], node.name, static_cast<uint32_t>(i));
+            add(node.children[i], node.name, static_cast<uint32_t>(i),
+                node.job_split.mode != JobSplit::Mode::none);
         }
         if (node.class_index && !node.is_leaf()) {
             // A per_job node: its generated children are leaves, listed consecutively.

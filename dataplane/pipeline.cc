@@ -145,7 +145,6 @@ struct BurstSource {
                         : static_cast<uint32_t>(std::min<uint64_t>(
                               now_ns - std::min(now_ns, arrival_ns[i]), kWaitInMeta - 1));
         p.l3 = r.ecn_capable ? l3_in_first_segment(m, r.l3_offset) : nullptr;
-        p.ip_version = p.l3 != nullptr ? r.ip_version : 0;
     }
     uint8_t pfc_tag(Item i) const { return pfc_tags[i]; }
     void dropped(const sched::DroppedPacket* drops, uint32_t n) {
@@ -170,7 +169,6 @@ struct RingSource {
         const uint64_t waited = now_ns - std::min(now_ns, meta.arrival_ns);
         p.user_ns = static_cast<uint32_t>(std::min<uint64_t>(waited, kWaitInMeta));
         p.l3 = meta.ecn_capable ? l3_in_first_segment(m, meta.l3_offset) : nullptr;
-        p.ip_version = p.l3 != nullptr ? meta.ip_version : 0;
     }
     uint8_t pfc_tag(Item m) const { return classified(m).pfc_tag; }
     void dropped(const sched::DroppedPacket* drops, uint32_t n) {

@@ -244,7 +244,6 @@ template <class D>
     p.handle = reinterpret_cast<void*>(static_cast<uintptr_t>(slot_id));
     p.arrival_ns = arrival_ns;
     p.l3 = r.ecn_capable ? s.l3 : nullptr;
-    p.ip_version = r.ecn_capable ? r.ip_version : 0;
     p.length_bytes = wire_length;
     p.flow_hash = r.flow_hash;
     uint8_t tag = 0;
@@ -387,7 +386,8 @@ void BasicReplayEngine<D>::depart(const sched::Packet& packet, uint64_t start_ns
     // in, whatever it leaves as.
     if (packet.l3 != nullptr || report_.has_ticket(class_id) || moves_ != nullptr) {
         const Slot& s = slot(slot_id);
-        marked_here = packet.l3 != nullptr && !s.ce_at_arrival && ce_marked(s, packet.ip_version);
+        marked_here = packet.l3 != nullptr && !s.ce_at_arrival &&
+                      ce_marked(s, static_cast<uint8_t>(packet.l3[0] >> 4));
         ticket = s.ticket;
     }
     report_.on_departure(class_id, packet.length_bytes, packet.arrival_ns, departure, marked_here,

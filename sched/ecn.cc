@@ -6,13 +6,19 @@ namespace {
 
 constexpr uint8_t kEcnMask = 0x03;
 
+// The header's own version field: the classifier parsed it as this version before setting l3.
+uint8_t ip_version(const Packet& packet) {
+    return static_cast<uint8_t>(packet.l3[0] >> 4);
+}
+
 }  // namespace
 
 EcnCodepoint read_ecn(const Packet& packet) {
     if (packet.l3 == nullptr) return EcnCodepoint::not_ect;
-    if (packet.ip_version == 4) return static_cast<EcnCodepoint>(packet.l3[1] & kEcnMask);
+    const uint8_t version = ip_version(packet);
+    if (version == 4) return static_cast<EcnCodepoint>(packet.l3[1] & kEcnMask);
     // IPv6: traffic class straddles bytes 0 and 1; its two low bits are bits 5..4 of byte 1.
-    if (packet.ip_version == 6) return static_cast<EcnCodepoint>((packet.l3[1] >> 4) & kEcnMask);
+    if (version == 6) return static_cast<EcnCodepoint>((packet.l3[1] >> 4) & kEcnMask);
     return EcnCodepoint::not_ect;
 }
 
@@ -21,7 +27,7 @@ bool mark_ce(const Packet& packet) {
     if (ecn == EcnCodepoint::not_ect) return false;
     if (ecn == EcnCodepoint::ce) return true;
     uint8_t* ip = packet.l3;
-    if (packet.ip_version == 4) {
+    if (ip_version(packet) == 4) {
         // RFC 1624: HC' = ~(~HC + ~m + m') over the 16-bit word holding version/IHL and TOS.
         const uint16_t old_word = static_cast<uint16_t>((ip[0] << 8) | ip[1]);
         ip[1] = static_cast<uint8_t>(ip[1] | kEcnMask);

@@ -1,9 +1,9 @@
 // ECN codepoint access and CE marking on a packet's IP header (IPv4 and IPv6).
 //
-// Reads the two ECN bits through Packet::l3 / Packet::ip_version (RFC 3168). Marking CE on
-// IPv4 updates the header checksum incrementally (RFC 1624, eqn. 3) so no full recompute is
-// needed; IPv6 has no header checksum. A packet without l3 or with another ip_version is
-// Not-ECT. Thread-safety: touches only the given packet's bytes. O(1), no allocation.
+// Reads the two ECN bits through Packet::l3, by the header's version nibble (RFC 3168).
+// Marking CE on IPv4 updates the header checksum incrementally (RFC 1624, eqn. 3) so no full
+// recompute is needed; IPv6 has no header checksum. A packet without l3 or of another version
+// is Not-ECT. Thread-safety: touches only the given packet's bytes. O(1), no allocation.
 #pragma once
 
 #include <cstdint>

@@ -26,6 +26,15 @@ template <typename T>
     return condition ? yes : no;
 }
 
+// Packet::job's values: an fq_by_job leaf counts its listed flows per value.
+constexpr uint32_t kJobTags = 256;
+
+// weight * shares * max_packet_bytes, within the field (weight <= 65536 alone fits).
+uint32_t quantum_bytes(uint32_t weight, uint16_t shares, uint32_t max_packet_bytes) {
+    const uint64_t bytes = uint64_t{weight} * std::max<uint16_t>(shares, 1) * max_packet_bytes;
+    return static_cast<uint32_t>(std::min<uint64_t>(bytes, UINT32_MAX));
+}
+
 uint32_t histogram_bucket(uint64_t sojourn_ns) {
     const uint32_t width = static_cast<uint32_t>(std::bit_width(sojourn_ns));
     return std::min(width, kSojournHistogramBuckets - 1);
@@ -106,6 +115,7 @@ Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
     std::vector<std::vector<uint32_t>> children(node_total);
     uint64_t total_limit_packets = 0;
     uint32_t flow_total = 0;
+    uint32_t job_flow_total = 0;
     for (uint32_t i = 0; i < node_total; ++i) {
         const NodeSpec& node_spec = spec.nodes[i];
         Node& node = s.nodes_[i];
@@ -125,6 +135,12 @@ Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
             leaf.first_flow = flow_total;
             leaf.flow_mask = buckets - 1;
             flow_total += buckets;
+            if (node_spec.kind == NodeKind::fq && node_spec.fq_by_job) {
+                leaf.by_job = true;
+                ++s.by_job_leaves_;
+                leaf.job_flows_at = job_flow_total;
+                job_flow_total += kJobTags;
+            }
             total_limit_packets += node_spec.limit_packets;
         }
     }
@@ -150,6 +166,7 @@ Scheduler::BuildResult Scheduler::build(const TreeSpec& spec) {
     }
     s.flows_.resize(flow_total);
     s.codel_states_.resize(flow_total);
+    s.job_flows_.resize(job_flow_total);
     uint32_t ring_total = 0;
     for (Leaf& leaf : s.leaves_) {
         if (leaf.flow_mask == 0) continue;
@@ -179,7 +196,7 @@ void Scheduler::configure_params(const TreeSpec& spec) {
         Node& node = nodes_[i];
         node.shaper.configure(node_spec.shaper.rate_bits_per_sec, node_spec.shaper.burst_bytes);
         // A quantum of at least one max-size packet lets every DRR pick send a packet: O(1).
-        node.quantum_bytes = node_spec.weight * spec.max_packet_bytes;
+        node.quantum_bytes = quantum_bytes(node_spec.weight, node.shares, spec.max_packet_bytes);
         node.deficit_bytes = std::min<int64_t>(node.deficit_bytes, node.quantum_bytes);
         if (node.leaf == kInvalid) continue;
         Leaf& leaf = leaves_[node.leaf];
@@ -209,12 +226,19 @@ void Scheduler::reset_queues() {
     }
     for (Leaf& leaf : leaves_) {
         leaf.fresh.head = leaf.fresh.tail = leaf.old.head = leaf.old.tail = 0;
+        if (leaf.by_job) {
+            leaf.jobs = 0;
+            leaf.counted_flows = 0;
+            leaf.shares_stale = false;
+            set_shares(leaf.node, 0);
+        }
         leaf.packets = 0;
         leaf.bytes = 0;
         publish_depth(leaf);
     }
     std::fill(flows_.begin(), flows_.end(), Flow{});
     std::fill(codel_states_.begin(), codel_states_.end(), CodelState{});
+    std::fill(job_flows_.begin(), job_flows_.end(), 0);
     const auto pool = static_cast<uint32_t>(slots_.size());
     // Slot 0 on top: slots are handed out in index order, as the linked free list did.
     for (uint32_t i = 0; i < pool; ++i)
@@ -224,16 +248,18 @@ void Scheduler::reset_queues() {
 
 uint64_t Scheduler::memory_bytes(const TreeSpec& spec) {
     uint64_t flows = 0;
+    uint64_t job_counts = 0;
     uint64_t total_limit_packets = 0;
     for (const NodeSpec& node : spec.nodes) {
         if (!is_leaf(node.kind)) continue;
         flows += node.kind == NodeKind::fq ? node.fq_buckets : 1;
+        if (node.kind == NodeKind::fq && node.fq_by_job) job_counts += kJobTags;
         total_limit_packets += node.limit_packets;
     }
     const uint64_t pool = spec.pool_packets != 0 ? spec.pool_packets : total_limit_packets;
     return pool * (sizeof(Packet) + 2 * sizeof(uint32_t)) +
            flows * (sizeof(Flow) + sizeof(CodelState) + 2 * sizeof(uint32_t)) +
-           spec.nodes.size() * (sizeof(Node) + sizeof(Leaf));
+           job_counts * sizeof(uint32_t) + spec.nodes.size() * (sizeof(Node) + sizeof(Leaf));
 }
 
 // ---- pool and queues ----------------------------------------------------------------------
@@ -259,6 +285,55 @@ uint64_t Scheduler::memory_bytes(const TreeSpec& spec) {
     return flow;
 }
 
+// fq_by_job: `flow` (not counted) takes a packet of `job`. A job's first counted flow adds a
+// share to the leaf's weight at once (arrivals come between dequeue runs).
+inline void Scheduler::join_job(Leaf& leaf, Flow& flow, uint8_t job) {
+    flow.job = job;
+    flow.counted = true;
+    ++leaf.counted_flows;
+    if (job_flows_[leaf.job_flows_at + job]++ == 0) set_shares(leaf.node, ++leaf.jobs);
+}
+
+// fq_by_job: `flow` was found empty, or the leaf emptied. During a dequeue run the weight follows
+// at the run's end (finish_run).
+inline void Scheduler::leave_job(Leaf& leaf, Flow& flow) {
+    if (!flow.counted) return;
+    flow.counted = false;
+    --leaf.counted_flows;
+    if (--job_flows_[leaf.job_flows_at + flow.job] == 0) {
+        --leaf.jobs;
+        leaf.shares_stale = true;
+    }
+}
+
+// fq_by_job: the leaf emptied. Its listed flows are all empty now and stay listed (fq removes
+// them in turn); they hold no job's packets.
+[[gnu::noinline]] void Scheduler::forget_jobs(Leaf& leaf) {
+    for (const FlowRing* ring : {&leaf.fresh, &leaf.old}) {
+        for (uint32_t i = ring->head; i != ring->tail; ++i)
+            leave_job(leaf, flows_[flow_rings_[ring->base + (i & leaf.flow_mask)]]);
+    }
+}
+
+// fq_by_job: a flow's DRR quantum, one max packet scaled by counted flows over its job's, so
+// that each job's flows together get as much per round as any other job's (a lone job: one
+// max packet each, as plain fq).
+[[gnu::noinline]] uint32_t Scheduler::job_quantum(const Leaf& leaf, const Flow& flow) const {
+    if (leaf.jobs <= 1) return max_packet_bytes_;
+    const uint32_t own = std::max<uint32_t>(job_flows_[leaf.job_flows_at + flow.job], 1);
+    const uint64_t bytes = uint64_t{max_packet_bytes_} * leaf.counted_flows / own;
+    return static_cast<uint32_t>(std::min<uint64_t>(bytes, INT32_MAX / 2));
+}
+
+// A drr child's quantum is its weight times its jobs (at least 1) times one max packet.
+void Scheduler::set_shares(uint32_t node_index, uint32_t jobs) {
+    Node& node = nodes_[node_index];
+    node.shares = static_cast<uint16_t>(std::clamp<uint32_t>(jobs, 1, UINT16_MAX));
+    if (node.parent_is_drr)
+        node.quantum_bytes =
+            quantum_bytes(spec_.nodes[node_index].weight, node.shares, max_packet_bytes_);
+}
+
 // Tail of the flow queue packets are being appended to, with the packets and bytes appended
 // so far; written to the Flow when the flow changes or the run ends.
 struct Scheduler::FlowAppend {
@@ -280,6 +355,7 @@ struct Scheduler::FlowAppend {
 // Links `slot` (length `length`, next_slot_ already kInvalid) at the tail of its flow in
 // `leaf`, through `append`: switching to another flow writes the previous one's appends back
 // and puts an idle flow on the leaf's list.
+template <bool MaybeByJob>
 [[gnu::always_inline]] inline void Scheduler::append_to_flow(Leaf& leaf, uint32_t flow_index,
                                                              uint32_t slot, uint32_t length,
                                                              FlowAppend& append) {
@@ -312,6 +388,9 @@ struct Scheduler::FlowAppend {
                 (max_packet_bytes_ - static_cast<uint32_t>(flow.deficit_bytes)) & all);
             flow.list = static_cast<FlowList>(static_cast<uint8_t>(flow.list) |
                                               (static_cast<uint8_t>(list) & all));
+            if constexpr (MaybeByJob) {
+                if (leaf.by_job && !flow.counted) join_job(leaf, flow, slots_[slot].job);
+            }
         }
     }
     append.tail = slot;
@@ -325,8 +404,8 @@ struct Scheduler::FlowAppend {
     slots_[slot].arrival_ns = arrival_ns;
     next_slot_[slot] = kInvalid;
     FlowAppend append;
-    append_to_flow(leaf, leaf.first_flow + (packet.flow_hash & leaf.flow_mask), slot,
-                   packet.length_bytes, append);
+    append_to_flow<true>(leaf, leaf.first_flow + (packet.flow_hash & leaf.flow_mask), slot,
+                         packet.length_bytes, append);
     append.flush(flows_);
     leaf.bytes += packet.length_bytes;
     ++queued_packets_;
@@ -762,14 +841,23 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
                                                               uint32_t count, uint64_t now_ns,
                                                               DroppedPacket* drops,
                                                               uint32_t& dropped) {
+    Leaf& leaf = leaves_[packets[i].leaf];
+    if (leaf.by_job) return enqueue_leaf_run<true>(leaf, packets, i, count, now_ns, drops, dropped);
+    return enqueue_leaf_run<false>(leaf, packets, i, count, now_ns, drops, dropped);
+}
+
+template <bool MaybeByJob>
+[[gnu::always_inline]] inline uint32_t Scheduler::enqueue_leaf_run(
+    Leaf& leaf, const Packet* packets, uint32_t i, uint32_t count, uint64_t now_ns,
+    DroppedPacket* drops, uint32_t& dropped) {
     const uint16_t leaf_index = packets[i].leaf;
-    Leaf& leaf = leaves_[leaf_index];
     EnqueueRun run{leaf.packets, leaf.bytes, pool_free_count_, 0, 0, FlowAppend{}};
     for (; i < count && packets[i].leaf == leaf_index; ++i) {
         const Packet& packet = packets[i];
         DropReason reason = DropReason::oversize;
         // Drops so far plus one per packet still to come stay within `count`.
-        if (admit_in_run(leaf, run, packet, i + 1 - dropped, now_ns, drops, dropped, reason))
+        if (admit_in_run<MaybeByJob>(leaf, run, packet, i + 1 - dropped, now_ns, drops, dropped,
+                                     reason))
             continue;
         leaf.counters.count_drop(reason, packet.length_bytes);
         drops[dropped++] = DroppedPacket{packet, reason};
@@ -794,6 +882,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
 
 // One arrival of a run: admitted, or false with the reason. A full fq leaf makes room by
 // pushing out head packets of its fattest flow (into `drops`, `spare` of them at most).
+template <bool MaybeByJob>
 [[gnu::always_inline]] inline bool Scheduler::admit_in_run(Leaf& leaf, EnqueueRun& run,
                                                            const Packet& packet, uint32_t spare,
                                                            uint64_t now_ns, DroppedPacket* drops,
@@ -829,7 +918,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
     slots_[slot] = packet;
     slots_[slot].arrival_ns = now_ns;
     next_slot_[slot] = kInvalid;
-    append_to_flow(leaf, flow, slot, length, run.append);
+    append_to_flow<MaybeByJob>(leaf, flow, slot, length, run.append);
     run.depth_bytes += length;
     ++run.depth;
     ++run.packets;
@@ -894,6 +983,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
 }
 
 // fq_codel's flow choice: fresh (sparse) flows first, DRR by deficit across flows.
+template <bool MaybeByJob>
 [[gnu::always_inline]] inline bool Scheduler::dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out,
                                                            DropSink& sink, Departures& taken) {
     if (leaf.flow_mask == 0) return dequeue_flow(leaf, leaf.first_flow, now_ns, out, sink, taken);
@@ -905,12 +995,16 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
         const uint32_t flow_index = flow_rings_[ring.base + (ring.head & leaf.flow_mask)];
         Flow& flow = flows_[flow_index];
         if (flow.deficit_bytes <= 0) {
-            flow.deficit_bytes += static_cast<int32_t>(max_packet_bytes_);
+            if (MaybeByJob && leaf.by_job)
+                flow.deficit_bytes += static_cast<int32_t>(job_quantum(leaf, flow));
+            else
+                flow.deficit_bytes += static_cast<int32_t>(max_packet_bytes_);
             pop_flow_list(leaf, list);
             push_flow_list(leaf, FlowList::old, flow_index);
             continue;
         }
         if (!dequeue_flow(leaf, flow_index, now_ns, out, sink, taken)) {
+            if (MaybeByJob && leaf.by_job) leave_job(leaf, flow);  // empty: no job's packets
             pop_flow_list(leaf, list);
             // An emptied fresh flow waits in the old list so that it cannot regain priority
             // immediately by sending one packet at a time (fq_codel's anti-starvation rule).
@@ -928,6 +1022,7 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
             ring.head += emptied;
             flow.list = static_cast<FlowList>(static_cast<uint8_t>(flow.list) &
                                               static_cast<uint8_t>(emptied - 1));
+            if (MaybeByJob && leaf.by_job && emptied) leave_job(leaf, flow);
         }
         return true;
     }
@@ -995,6 +1090,16 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
                                        uint64_t now_ns, DroppedPacket* drops,
                                        uint32_t drop_capacity,
                                        WireCost cost) TWINLANE_RESTRICT_THIS {
+    // Compiled twice: a tree without fq_by_job leaves pays nothing for them.
+    if (by_job_leaves_ != 0)
+        return dequeue_runs<true>(out, max_packets, max_bytes, now_ns, drops, drop_capacity, cost);
+    return dequeue_runs<false>(out, max_packets, max_bytes, now_ns, drops, drop_capacity, cost);
+}
+
+template <bool AnyByJob>
+[[gnu::always_inline]] inline DequeueResult Scheduler::dequeue_runs(
+    Packet* out, uint32_t max_packets, uint64_t max_bytes, uint64_t now_ns, DroppedPacket* drops,
+    uint32_t drop_capacity, WireCost cost) TWINLANE_RESTRICT_THIS {
     DropSink sink{drops, drop_capacity, 0};
     auto wire = [cost](uint32_t length) -> uint64_t {
         return std::max(length, cost.min_frame_bytes) + uint64_t{cost.overhead_bytes};
@@ -1031,12 +1136,13 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         Departures taken;
         for (;;) {
             Packet& packet = out[sent];
-            if (!dequeue_leaf(leaf, now_ns, packet, sink, taken)) break;
+            if (!dequeue_leaf<AnyByJob>(leaf, now_ns, packet, sink, taken)) break;
             tally.add(now_ns - packet.arrival_ns);
             run.bytes += packet.length_bytes;
             charged += wire(packet.length_bytes);
             ++sent;
             if (sent == max_packets || leaf.packets == taken.packets) break;
+            if (AnyByJob && leaf.shares_stale) break;  // its weight changes: pick again
             const bool refill = run.bytes > run.limit;
             if (refill && !run_picks_leaf_again(leaf, run, out[sent - 1].length_bytes, now_ns))
                 break;
@@ -1096,6 +1202,13 @@ DequeueResult Scheduler::dequeue_burst(Packet* out, uint32_t max_packets, uint64
         if (run.bytes != run.charged) charge_path(leaf.node, run.bytes - run.charged);
     }
     settle_departures(leaf, taken);
+    if (leaf.by_job) {
+        if (leaf.packets == 0) forget_jobs(leaf);
+        if (leaf.shares_stale) {
+            leaf.shares_stale = false;
+            set_shares(leaf.node, leaf.jobs);
+        }
+    }
     if (leaf.packets == 0) deactivate(leaf.node);
 }
 
@@ -1145,6 +1258,8 @@ std::optional<ValidationError> Scheduler::apply(const TreeSpec& spec, uint64_t n
             field = "priority";
         else if (now.kind == NodeKind::fq && now.fq_buckets != before.fq_buckets)
             field = "fq_buckets";
+        else if (now.kind == NodeKind::fq && now.fq_by_job != before.fq_by_job)
+            field = "fq_by_job";
         if (field != nullptr) {
             return ValidationError{now.name, field,
                                    "topology change: build a new tree and migrate"};
@@ -1262,7 +1377,14 @@ MoveResult Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, 
     source.bytes -= bytes;
     source.counters.migrated_out_packets.add(packets);
     publish_depth(source);
-    if (source.packets == 0) deactivate(source.node);
+    if (source.packets == 0) {
+        if (source.by_job) {
+            forget_jobs(source);
+            source.shares_stale = false;
+            set_shares(source.node, source.jobs);
+        }
+        deactivate(source.node);
+    }
 
     FlowAppend append;
     MoveResult result;
@@ -1287,7 +1409,7 @@ MoveResult Scheduler::move_flow(uint16_t from, uint16_t to, uint32_t flow_hash, 
             free_slots_[pool_free_count_++] = slot;
             --queued_packets_;
         } else {
-            append_to_flow(target, target_flow, slot, length, append);
+            append_to_flow<true>(target, target_flow, slot, length, append);
             ++result.packets;
             result.bytes += length;
         }

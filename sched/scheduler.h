@@ -165,6 +165,13 @@ class Scheduler {
     // nothing changed) for a node without a shaper, a rate of 0 or above kMaxRateBitsPerSec.
     bool set_shaper_rate(uint32_t node, uint64_t rate_bits_per_sec, uint64_t now_ns);
 
+    // The jobs with packets in an fq_by_job leaf (a flow that emptied counts until dequeue
+    // comes to it), which its weight under a drr parent is multiplied by; 0 once the leaf is
+    // empty, and for other leaves.
+    uint32_t leaf_jobs(uint16_t leaf) const {
+        return leaves_[leaf].by_job ? leaves_[leaf].jobs : 0;
+    }
+
     // Bytes queued in `leaf` now (the owner's view; other threads read leaf_counters()).
     uint64_t leaf_queued_bytes(uint16_t leaf) const { return leaves_[leaf].bytes; }
 
@@ -204,6 +211,7 @@ class Scheduler {
         uint32_t leaf = kInvalid;  // leaf index for fifo/fq nodes
         NodeKind kind = NodeKind::fifo;
         bool parent_is_drr = false;
+        uint16_t shares = 1;              // quantum multiplier: an fq_by_job leaf's jobs
         uint32_t position_in_parent = 0;  // bit in a strict parent's backlog mask
         uint32_t first_child = 0;         // into child_ids_; strict children sorted by priority
         uint32_t child_count = 0;
@@ -224,6 +232,10 @@ class Scheduler {
         int32_t deficit_bytes = 0;
         uint64_t bytes = 0;
         FlowList list = FlowList::none;
+        // fq_by_job: counted in its job's flows from a packet's arrival in it until dequeue
+        // finds it empty or the leaf empties, for that packet's Packet::job.
+        uint8_t job = 0;
+        bool counted = false;
     };
 
     // An fq leaf's list of active flows (fresh or old): a FIFO ring of flow ids in
@@ -250,9 +262,18 @@ class Scheduler {
         uint32_t fattest_flow = kInvalid;  // fq: the fattest flow seen at an overflow (find_room)
         uint64_t bytes = 0;
         bool sparse_first = true;
+        // fq_by_job (in what was padding: the hot fields keep their lines): counted flows
+        // (Flow::counted) per job in job_flows_[job_flows_at + job], the jobs with any and the
+        // flows in all; `shares_stale` when jobs fell during a dequeue run (the node's quantum
+        // follows at the run's end, as after single dequeues).
+        bool by_job = false;
+        bool shares_stale = false;
         CodelParams codel;
         RedParams red;
         LiveQueueCounters counters;
+        uint32_t jobs = 0;
+        uint32_t counted_flows = 0;
+        uint32_t job_flows_at = 0;
     };
 
     struct DropSink {
@@ -272,8 +293,11 @@ class Scheduler {
     uint32_t allocate_slot();
     struct FlowAppend;
     void insert(Leaf& leaf, const Packet& packet, uint64_t arrival_ns);
-    void append_to_flow(Leaf& leaf, uint32_t flow_index, uint32_t slot, uint32_t length,
-                        FlowAppend& append);
+    // `MaybeByJob` false: the leaf is known not fq_by_job (the hot paths choose per run, so a
+    // leaf without it pays nothing for it).
+    template <bool MaybeByJob>
+    [[gnu::always_inline]] void append_to_flow(Leaf& leaf, uint32_t flow_index, uint32_t slot,
+                                               uint32_t length, FlowAppend& append);
     struct Departures;
     bool pop_flow(uint32_t flow, Packet& out, Departures& taken);
     // A full fq leaf's room for one arrival: `drops` head packets of `flow` leave the leaf at
@@ -292,8 +316,14 @@ class Scheduler {
     struct EnqueueRun;
     uint32_t enqueue_run(const Packet* packets, uint32_t i, uint32_t count, uint64_t now_ns,
                          DroppedPacket* drops, uint32_t& dropped);
-    bool admit_in_run(Leaf& leaf, EnqueueRun& run, const Packet& packet, uint32_t spare,
-                      uint64_t now_ns, DroppedPacket* drops, uint32_t& dropped, DropReason& reason);
+    template <bool MaybeByJob>
+    [[gnu::always_inline]] uint32_t enqueue_leaf_run(Leaf& leaf, const Packet* packets, uint32_t i,
+                                                     uint32_t count, uint64_t now_ns,
+                                                     DroppedPacket* drops, uint32_t& dropped);
+    template <bool MaybeByJob>
+    [[gnu::always_inline]] bool admit_in_run(Leaf& leaf, EnqueueRun& run, const Packet& packet,
+                                             uint32_t spare, uint64_t now_ns, DroppedPacket* drops,
+                                             uint32_t& dropped, DropReason& reason);
     bool red_admits(Leaf& leaf, const Packet& packet, uint64_t depth_bytes, DropReason& reason);
     // For readers on other threads: the leaf's depth, after every change of it.
     static void publish_depth(Leaf& leaf) {
@@ -301,6 +331,11 @@ class Scheduler {
         leaf.counters.depth_bytes.set(leaf.bytes);
     }
     void push_flow_list(Leaf& leaf, FlowList list, uint32_t flow);
+    void join_job(Leaf& leaf, Flow& flow, uint8_t job);
+    void leave_job(Leaf& leaf, Flow& flow);
+    void forget_jobs(Leaf& leaf);
+    uint32_t job_quantum(const Leaf& leaf, const Flow& flow) const;
+    void set_shares(uint32_t node, uint32_t jobs);
     uint32_t pop_flow_list(Leaf& leaf, FlowList list);
     void prefetch_ring(const Leaf& leaf, const FlowRing& ring) const;
     void prefetch_slot(uint32_t slot) const;
@@ -315,7 +350,13 @@ class Scheduler {
     void charge_path(uint32_t leaf_node, uint64_t bytes);
     bool charge_lone_path(uint32_t leaf_node, uint64_t bytes, uint64_t now_ns);
     uint64_t give_spent_quanta(uint32_t leaf_node, uint64_t& least_deficit);
-    bool dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out, DropSink& sink, Departures& taken);
+    template <bool AnyByJob>
+    DequeueResult dequeue_runs(Packet* out, uint32_t max_packets, uint64_t max_bytes,
+                               uint64_t now_ns, DroppedPacket* drops, uint32_t drop_capacity,
+                               WireCost cost) TWINLANE_RESTRICT_THIS;
+    template <bool MaybeByJob>
+    [[gnu::always_inline]] bool dequeue_leaf(Leaf& leaf, uint64_t now_ns, Packet& out,
+                                             DropSink& sink, Departures& taken);
     bool dequeue_flow(Leaf& leaf, uint32_t flow, uint64_t now_ns, Packet& out, DropSink& sink,
                       Departures& taken);
     void deactivate(uint32_t leaf_node);
@@ -337,6 +378,8 @@ class Scheduler {
     std::vector<uint32_t> flow_rings_;  // the fq leaves' FlowRings, then ring_scratch_
     uint32_t ring_scratch_ = 0;         // where an enqueue writes the ring entry it does not add
     std::vector<CodelState> codel_states_;  // parallel to flows_
+    std::vector<uint32_t> job_flows_;       // 256 per fq_by_job leaf (Leaf::job_flows_at)
+    uint32_t by_job_leaves_ = 0;
     std::vector<Packet> slots_;
     std::vector<uint32_t> next_slot_;   // links of the pool's slots, then link_scratch_
     uint32_t link_scratch_ = 0;         // where an enqueue writes the link it does not need

@@ -64,6 +64,9 @@ struct NodeSpec {
     uint64_t limit_bytes = 4u << 20;  // hard limit, tail drop beyond
     uint32_t fq_buckets = 1024;       // fq: number of flow queues, power of two
     bool fq_sparse_first = true;      // fq: new (sparse) flows served before old ones
+    // fq: fair across jobs (Packet::job) first, then across each job's flows, and under a drr
+    // parent the leaf weighs as many jobs as it holds: a per_job leaf that jobs share.
+    bool fq_by_job = false;
     CodelSpec codel;
     RedSpec red;
 };

@@ -467,6 +467,7 @@ void SloGovernor::admit(uint8_t lane, sched::Packet* pkts, uint32_t n, JobOf job
         Override* o = find_override(c, p.flow_hash);
         if (o == nullptr) continue;
         p.leaf = leaves_->place(to, job_of(i), *scheduler_);
+        p.job = sched::job_tag(job_of(i));
         p.user = admission::pack_user(to, admission::user_pfc_tag(p.user));
         ++o->queued;
         ++moved;

@@ -103,7 +103,6 @@ struct TableSource {
         p.handle = reinterpret_cast<void*>(static_cast<uintptr_t>(burst_start + position));
         p.length_bytes = 1000;
         p.l3 = nullptr;
-        p.ip_version = 0;
         p.user_ns = 0;
     }
     void dropped(const sched::DroppedPacket*, uint32_t n) { dropped_count += n; }

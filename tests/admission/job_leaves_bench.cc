@@ -17,9 +17,9 @@ namespace {
 constexpr uint16_t kLeaves = 8;
 constexpr uint32_t kBurst = 32;
 
-template <bool kPlaced>
+template <bool kPlaced, bool kByJob>
 void BM_AdmitJobs(benchmark::State& state) {
-    auto scheduler = job_tree(kLeaves, sched::NodeKind::fq);
+    auto scheduler = job_tree(kLeaves, sched::NodeKind::fq, 4096, kByJob);
     LeafMap map;
     if (LeafMap::build({{JobSplit::modulo, 0, kLeaves, {}}}, map)) {
         state.SkipWithError("leaf map");
@@ -41,6 +41,7 @@ void BM_AdmitJobs(benchmark::State& state) {
         p.length_bytes = 1500;
         p.flow_hash = flow_of[next];
         p.leaf = kPlaced ? map.place(0, job_of[next], *scheduler) : map.leaf(0, job_of[next]);
+        p.job = sched::job_tag(job_of[next]);
         next = (next + 1) & 4095;
     };
     for (int64_t queued = 0; queued < state.range(1); ++queued) {
@@ -59,8 +60,17 @@ void BM_AdmitJobs(benchmark::State& state) {
     state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kBurst);
 }
 
-BENCHMARK(BM_AdmitJobs<false>)->Name("BM_AdmitJobs_Fixed")->ArgsProduct({{4, 8, 16}, {0, 512}});
-BENCHMARK(BM_AdmitJobs<true>)->Name("BM_AdmitJobs_Placed")->ArgsProduct({{4, 8, 16}, {0, 512}});
+// Fixed: job % count into leaves fair by flow (before placement); Placed: as the policy compiles
+// per_job (placement, leaves fair by job); PlacedByFlow: placement alone.
+BENCHMARK(BM_AdmitJobs<false, false>)
+    ->Name("BM_AdmitJobs_Fixed")
+    ->ArgsProduct({{4, 8, 16}, {0, 512}});
+BENCHMARK(BM_AdmitJobs<true, false>)
+    ->Name("BM_AdmitJobs_PlacedByFlow")
+    ->ArgsProduct({{4, 8, 16}, {0, 512}});
+BENCHMARK(BM_AdmitJobs<true, true>)
+    ->Name("BM_AdmitJobs_Placed")
+    ->ArgsProduct({{4, 8, 16}, {0, 512}});
 
 }  // namespace
 }  // namespace twinlane::admission

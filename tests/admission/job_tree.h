@@ -1,6 +1,6 @@
 // A per_job node as the policy compiles it, alone in its tree: a drr node "training" over
-// `count` leaves "training.job0".. (leaf ids 0..count-1), for the job placement's test and
-// benchmark.
+// `count` leaves "training.job0".. (leaf ids 0..count-1), fair by job when fq (`by_job`: the
+// benchmark's comparison turns it off), for the job placement's test and benchmark.
 #pragma once
 
 #include <memory>
@@ -11,7 +11,8 @@
 namespace twinlane::admission {
 
 inline std::unique_ptr<sched::Scheduler> job_tree(uint16_t count, sched::NodeKind leaf_kind,
-                                                  uint32_t limit_packets = 4096) {
+                                                  uint32_t limit_packets = 4096,
+                                                  bool by_job = true) {
     sched::TreeSpec spec;
     sched::NodeSpec root;
     root.name = "training";
@@ -25,6 +26,7 @@ inline std::unique_ptr<sched::Scheduler> job_tree(uint16_t count, sched::NodeKin
         leaf.limit_packets = limit_packets;
         leaf.limit_bytes = 1ull << 30;
         leaf.fq_buckets = 256;
+        leaf.fq_by_job = by_job && leaf_kind == sched::NodeKind::fq;
         spec.nodes.push_back(leaf);
     }
     return sched::Scheduler::build(spec).scheduler;

@@ -88,6 +88,9 @@ TEST(Compile, DefaultPolicyTree) {
     EXPECT_DOUBLE_EQ(tree.nodes[4].red.pmax, 0.2);
     EXPECT_EQ(tree.nodes[4].fq_buckets, 256u);
     EXPECT_EQ(tree.nodes[4].limit_packets, 2048u);
+    // A per_job node's leaves are fair by job (jobs may share one); no other leaf is.
+    for (const sched::NodeSpec& node : tree.nodes)
+        EXPECT_EQ(node.fq_by_job, node.parent == "training") << node.name;
     EXPECT_EQ(tree.nodes[11].name, "training.job7");
     EXPECT_EQ(tree.nodes[12].name, "other");
     EXPECT_EQ(tree.nodes[12].kind, sched::NodeKind::fifo);

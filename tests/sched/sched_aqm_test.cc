@@ -50,7 +50,6 @@ std::vector<uint64_t> run_codel(Scheduler& scheduler, bool ect,
         if (ect) {
             headers.push_back(testing::make_ipv4_header(0x01));
             packet.l3 = headers.back().data();
-            packet.ip_version = 4;
         }
         arrivals.push_back(packet);
     }
@@ -173,7 +172,6 @@ TEST(RedEcnTest, MarksEctInsteadOfDroppingUntilHardLimit) {
                                 : testing::make_ipv6_header(0x01));
         Packet packet = make_packet(0, 1000, 0, i);
         packet.l3 = headers.back().data();
-        packet.ip_version = i % 2 ? 4 : 6;
         arrivals.push_back(packet);
     }
     std::vector<DroppedPacket> drops(100);
@@ -188,7 +186,7 @@ TEST(RedEcnTest, MarksEctInsteadOfDroppingUntilHardLimit) {
         if (i >= 20) {
             EXPECT_EQ(ecn, EcnCodepoint::ce) << i;  // queue at or above kmax
         }
-        if (arrivals[i].ip_version == 4) {
+        if (arrivals[i].l3[0] >> 4 == 4) {
             EXPECT_EQ(ipv4_header_checksum(arrivals[i].l3, 20),
                       static_cast<uint16_t>((arrivals[i].l3[10] << 8) | arrivals[i].l3[11]));
         } else if (ecn == EcnCodepoint::ce) {

@@ -71,6 +71,7 @@ class RandomTree {
             node.limit_bytes = uniform(20'000, 600'000);
             node.fq_buckets = 1u << uniform(0, 4);
             node.fq_sparse_first = chance(2);
+            node.fq_by_job = chance(2);
             if (chance(3))
                 node.codel = {true, uniform(1, 50) * 1000ull, uniform(50, 400) * 1000ull,
                               chance(2)};
@@ -160,6 +161,7 @@ void run_one(uint32_t seed, Stats& stats) {
                 p.leaf = static_cast<uint16_t>(random() % 50 == 0 ? leaves : random() % leaves);
                 p.length_bytes = random() % 40 == 0 ? 0 : kLengths[random() % 7];
                 p.flow_hash = random() % 8;
+                p.job = static_cast<uint8_t>(random() % 3);
                 packets_a[i] = packets_b[i] = p;
                 if (random() % 2 == 0) {  // ECT(0) IPv4 packet: RED and CoDel may mark it
                     burst.headers.resize(id + 1);
@@ -167,7 +169,6 @@ void run_one(uint32_t seed, Stats& stats) {
                     burst.headers[id] = single.headers[id] = make_ipv4_header(0x02);
                     packets_a[i].l3 = burst.headers[id].data();
                     packets_b[i].l3 = single.headers[id].data();
-                    packets_a[i].ip_version = packets_b[i].ip_version = 4;
                 }
             }
             std::vector<DroppedPacket> refused_a(n), refused_b(n);

@@ -81,11 +81,9 @@ TEST(EcnTest, ReadsIpv4AndIpv6Codepoints) {
     auto v4 = testing::make_ipv4_header(0xb8 | 0x02);  // DSCP EF, ECT(0)
     Packet packet;
     packet.l3 = v4.data();
-    packet.ip_version = 4;
     EXPECT_EQ(read_ecn(packet), EcnCodepoint::ect0);
     auto v6 = testing::make_ipv6_header(0x28 | 0x01);  // ECT(1)
     packet.l3 = v6.data();
-    packet.ip_version = 6;
     EXPECT_EQ(read_ecn(packet), EcnCodepoint::ect1);
     packet.l3 = nullptr;
     EXPECT_EQ(read_ecn(packet), EcnCodepoint::not_ect);
@@ -102,7 +100,6 @@ TEST(EcnTest, MarksIpv4AndKeepsChecksumValid) {
         header[11] = static_cast<uint8_t>(fixed);
         Packet packet;
         packet.l3 = header.data();
-        packet.ip_version = 4;
         ASSERT_TRUE(mark_ce(packet));
         EXPECT_EQ(header[1], tos | 0x03);
         const uint16_t stored = static_cast<uint16_t>((header[10] << 8) | header[11]);
@@ -115,7 +112,6 @@ TEST(EcnTest, NotEctIsNotMarkedAndCeStaysCe) {
     const auto before = header;
     Packet packet;
     packet.l3 = header.data();
-    packet.ip_version = 4;
     EXPECT_FALSE(mark_ce(packet));
     EXPECT_EQ(header, before);
     auto ce = testing::make_ipv4_header(0xb8 | 0x03);
@@ -129,7 +125,6 @@ TEST(EcnTest, MarksIpv6TrafficClassOnly) {
     auto header = testing::make_ipv6_header(0x68 | 0x02);
     Packet packet;
     packet.l3 = header.data();
-    packet.ip_version = 6;
     ASSERT_TRUE(mark_ce(packet));
     EXPECT_EQ(testing::ipv6_traffic_class(header.data()), 0x68 | 0x03);
     EXPECT_EQ(header[0] >> 4, 6);       // version intact

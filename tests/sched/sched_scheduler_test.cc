@@ -415,7 +415,6 @@ TEST(SchedulerTest, ConservationAndPerFlowOrderUnderRandomWorkload) {
             if (random() % 2 && headers.size() < headers.capacity()) {
                 headers.push_back(testing::make_ipv4_header(0x02));
                 packet.l3 = headers.back().data();
-                packet.ip_version = 4;
             }
             arrivals.push_back(packet);
         }

@@ -125,6 +125,7 @@ class TinyTree {
         node.weight = uniform(1, 4);
         node.fq_buckets = 1u << uniform(0, 4);
         node.fq_sparse_first = !chance(3);
+        node.fq_by_job = chance(2);
         set_limits(node, spec);
         if (chance(2))
             node.codel = {true, uniform(1, 50) * 1000ull, uniform(50, 400) * 1000ull, chance(2)};
@@ -205,10 +206,10 @@ void run_one(Parent parent, uint32_t seed, Exercised& exercised) {
                 packet = make_packet(
                     static_cast<uint16_t>(random() % 40 == 0 ? leaves : random() % leaves),
                     lengths[random() % (random() % 20 == 0 ? 7 : 6)], random() % 6, id);
+                packet.job = static_cast<uint8_t>(random() % 3);
                 if (random() % 2 == 0) {  // ECT(0): RED and CoDel may mark instead of drop
                     headers[id] = make_ipv4_header(0x02);
                     packet.l3 = headers[id].data();
-                    packet.ip_version = 4;
                 }
             }
             std::vector<DroppedPacket> refused(n);
