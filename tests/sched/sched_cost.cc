@@ -8,7 +8,7 @@
 //   fq64_burst  same, enqueue 32 + dequeue_burst(32)
 //   gateway1    the shape of conf/default.yaml's tree (strict 10G root, capped fq inference with
 //   CoDel,
-//               drr bulk -> drr training of 4 fq jobs with RED/ECN, fifo other), mixed sizes,
+//               drr bulk -> drr training of 4 fq jobs (fq_by_job) with RED/ECN, fifo other), mixed sizes,
 //               enqueue 1 + dequeue 1 per step with virtual time (the replay engine's pattern)
 //   gateway32   same tree, enqueue 32 + dequeue 32 (dequeue) per step
 //   gateway32_burst  same, dequeue_burst
@@ -82,6 +82,7 @@ TreeSpec gateway_tree() {
         job.red = {true, 20'000, 200'000, 0.2, false};
         job.limit_packets = 4096;
         job.limit_bytes = 8u << 20;
+        job.fq_by_job = true;  // as the policy compiles per_job leaves
         spec.nodes.push_back(job);
     }
     NodeSpec other = node("other", NodeKind::fifo, "bulk");
@@ -133,6 +134,7 @@ struct Source {
             p.length_bytes = kSizes[(r >> 20) % 4];
         } else if (kind < 93) {  // training jobs: mostly jumbo
             p.leaf = static_cast<uint16_t>(1 + (r >> 20) % 4);
+            p.job = job_tag(p.leaf);  // a job per leaf
             p.length_bytes = kSizes[2 + (r >> 24) % 4];
         } else {
             p.leaf = 5;
