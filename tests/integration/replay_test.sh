@@ -189,33 +189,29 @@ print(f"PASS: at --link-rate 100G inference p99 {p99:.2f} us <= {bound_us:.2f} u
 PY
     ;;
 unlisted_jobs)
-    for jobs in 6 8; do
-        "$twinlane" gen -o "$WORK/jobs.pcap" --seed 4 --duration 50ms --jobs "$jobs" --roce-only \
-            --training-load 1.5 >/dev/null
-        "$twinlane" --log-level warn replay -c "$policy" -i "$WORK/jobs.pcap" \
-            --report "$WORK/jobs.json" >/dev/null || fail "replay of $jobs jobs"
-        python3 - "$WORK/jobs.json" "$jobs" <<'PY' || fail "$jobs jobs: fairness across jobs the rules do not name"
+    # Replays $1: the report must count $2 jobs that shared fairly (Jain >= 0.99); $3 names it.
+    jobs_share_fairly() {
+        "$twinlane" --log-level warn replay -c "$policy" -i "$1" --report "$WORK/jobs.json" \
+            >/dev/null || fail "replay of $3"
+        python3 - "$WORK/jobs.json" "$2" "$3" <<'PY' || fail "$3: fairness across jobs"
 import json, sys
 fairness = json.load(open(sys.argv[1]))["fairness"]
 jobs = int(sys.argv[2])
 assert fairness["jobs"] == jobs, fairness
 assert fairness["jain_jobs"] >= 0.99, fairness
-print(f"PASS: {jobs} RoCE jobs (4 named by rules) are {jobs} jobs; Jain across them {fairness['jain_jobs']:.3f} >= 0.99")
+print(f"PASS: {sys.argv[3]}: {jobs} jobs, Jain across them {fairness['jain_jobs']:.3f} >= 0.99")
 PY
+    }
+    for jobs in 6 8; do
+        "$twinlane" gen -o "$WORK/jobs.pcap" --seed 4 --duration 50ms --jobs "$jobs" --roce-only \
+            --training-load 1.5 >/dev/null
+        jobs_share_fairly "$WORK/jobs.pcap" "$jobs" "$jobs RoCE jobs, 4 named by rules"
         # Scattered: job_by_source numbers each /24 from its address (10.a.b -> b modulo
         # the 8 leaves), so homes collide; each job still gets a leaf of its own.
         for seed in 6 7 8; do
             python3 "$pcaptool" scatter "$WORK/jobs.pcap" "$WORK/scattered.pcap" --seed "$seed"
-            "$twinlane" --log-level warn replay -c "$policy" -i "$WORK/scattered.pcap" \
-                --report "$WORK/scattered.json" >/dev/null || fail "replay of $jobs scattered jobs"
-            python3 - "$WORK/scattered.json" "$jobs" "$seed" <<'PY' || fail "$jobs jobs in scattered subnets (seed $seed): fairness"
-import json, sys
-fairness = json.load(open(sys.argv[1]))["fairness"]
-jobs = int(sys.argv[2])
-assert fairness["jobs"] == jobs, fairness
-assert fairness["jain_jobs"] >= 0.99, fairness
-print(f"PASS: {jobs} RoCE jobs in scattered /24s (seed {sys.argv[3]}): Jain across them {fairness['jain_jobs']:.3f} >= 0.99")
-PY
+            jobs_share_fairly "$WORK/scattered.pcap" "$jobs" \
+                "$jobs RoCE jobs in scattered /24s (seed $seed)"
         done
     done
     # More jobs than the 8 leaves: some leaves hold two jobs. Flow-fair leaves of equal weight
@@ -223,16 +219,9 @@ PY
     # 0.96 (12 of 4) and 0.95 (16 of 16).
     for shape in 12:1 12:4 16:16; do
         jobs=${shape%:*}
-        "$twinlane" gen -o "$WORK/jobs.pcap" --seed 4 --duration 50ms --jobs "$jobs"             --flows-per-job "${shape#*:}" --roce-only --training-load 1.5 >/dev/null
-        "$twinlane" --log-level warn replay -c "$policy" -i "$WORK/jobs.pcap"             --report "$WORK/jobs.json" >/dev/null || fail "replay of $shape jobs:flows"
-        python3 - "$WORK/jobs.json" "$jobs" "$shape" <<'PY' || fail "$shape jobs:flows on 8 leaves: fairness"
-import json, sys
-fairness = json.load(open(sys.argv[1]))["fairness"]
-jobs = int(sys.argv[2])
-assert fairness["jobs"] == jobs, fairness
-assert fairness["jain_jobs"] >= 0.99, fairness
-print(f"PASS: {sys.argv[3]} jobs:flows on 8 leaves: Jain across jobs {fairness['jain_jobs']:.3f} >= 0.99")
-PY
+        "$twinlane" gen -o "$WORK/jobs.pcap" --seed 4 --duration 50ms --jobs "$jobs" \
+            --flows-per-job "${shape#*:}" --roce-only --training-load 1.5 >/dev/null
+        jobs_share_fairly "$WORK/jobs.pcap" "$jobs" "$shape jobs:flows on 8 leaves"
     done
     ;;
 overlay)
