@@ -262,15 +262,16 @@ class Scheduler {
         uint32_t fattest_flow = kInvalid;  // fq: the fattest flow seen at an overflow (find_room)
         uint64_t bytes = 0;
         bool sparse_first = true;
-        // fq_by_job (in what was padding: the hot fields keep their lines): counted flows
-        // (Flow::counted) per job in job_flows_[job_flows_at + job], the jobs with any and the
-        // flows in all; `shares_stale` when jobs fell during a dequeue run (the node's quantum
-        // follows at the run's end, as after single dequeues).
+        // fq_by_job; its flags take what was padding here and its counts come last, so the
+        // other fields keep their cache lines. `shares_stale`: jobs fell during a dequeue run
+        // (the node's quantum follows at the run's end, as after single dequeues).
         bool by_job = false;
         bool shares_stale = false;
         CodelParams codel;
         RedParams red;
         LiveQueueCounters counters;
+        // fq_by_job: counted flows (Flow::counted) per job are job_flows_[job_flows_at + job];
+        // the jobs with any, and the counted flows in all.
         uint32_t jobs = 0;
         uint32_t counted_flows = 0;
         uint32_t job_flows_at = 0;
