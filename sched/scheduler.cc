@@ -29,9 +29,9 @@ template <typename T>
 // Packet::job's values: an fq_by_job leaf counts its listed flows per value.
 constexpr uint32_t kJobTags = 256;
 
-// weight * shares * max_packet_bytes, within the field (weight <= 65536 alone fits).
-uint32_t quantum_bytes(uint32_t weight, uint16_t shares, uint32_t max_packet_bytes) {
-    const uint64_t bytes = uint64_t{weight} * std::max<uint16_t>(shares, 1) * max_packet_bytes;
+// weight * jobs (at least 1) * max_packet_bytes, within the field (weight <= 65536 alone fits).
+uint32_t quantum_bytes(uint32_t weight, uint32_t jobs, uint32_t max_packet_bytes) {
+    const uint64_t bytes = uint64_t{weight} * std::max<uint32_t>(jobs, 1) * max_packet_bytes;
     return static_cast<uint32_t>(std::min<uint64_t>(bytes, UINT32_MAX));
 }
 
@@ -196,7 +196,10 @@ void Scheduler::configure_params(const TreeSpec& spec) {
         Node& node = nodes_[i];
         node.shaper.configure(node_spec.shaper.rate_bits_per_sec, node_spec.shaper.burst_bytes);
         // A quantum of at least one max-size packet lets every DRR pick send a packet: O(1).
-        node.quantum_bytes = quantum_bytes(node_spec.weight, node.shares, spec.max_packet_bytes);
+        // An fq_by_job leaf weighs its jobs (set_shares keeps that between changes of spec).
+        const uint32_t jobs =
+            node.leaf != kInvalid && leaves_[node.leaf].by_job ? leaves_[node.leaf].jobs : 1;
+        node.quantum_bytes = quantum_bytes(node_spec.weight, jobs, spec.max_packet_bytes);
         node.deficit_bytes = std::min<int64_t>(node.deficit_bytes, node.quantum_bytes);
         if (node.leaf == kInvalid) continue;
         Leaf& leaf = leaves_[node.leaf];
@@ -328,10 +331,8 @@ inline void Scheduler::leave_job(Leaf& leaf, Flow& flow) {
 // A drr child's quantum is its weight times its jobs (at least 1) times one max packet.
 void Scheduler::set_shares(uint32_t node_index, uint32_t jobs) {
     Node& node = nodes_[node_index];
-    node.shares = static_cast<uint16_t>(std::clamp<uint32_t>(jobs, 1, UINT16_MAX));
     if (node.parent_is_drr)
-        node.quantum_bytes =
-            quantum_bytes(spec_.nodes[node_index].weight, node.shares, max_packet_bytes_);
+        node.quantum_bytes = quantum_bytes(spec_.nodes[node_index].weight, jobs, max_packet_bytes_);
 }
 
 // Tail of the flow queue packets are being appended to, with the packets and bytes appended

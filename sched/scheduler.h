@@ -211,7 +211,6 @@ class Scheduler {
         uint32_t leaf = kInvalid;  // leaf index for fifo/fq nodes
         NodeKind kind = NodeKind::fifo;
         bool parent_is_drr = false;
-        uint16_t shares = 1;              // quantum multiplier: an fq_by_job leaf's jobs
         uint32_t position_in_parent = 0;  // bit in a strict parent's backlog mask
         uint32_t first_child = 0;         // into child_ids_; strict children sorted by priority
         uint32_t child_count = 0;
