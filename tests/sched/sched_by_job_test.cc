@@ -67,8 +67,7 @@ std::vector<uint8_t> enqueue_jobs(Scheduler& scheduler, const std::vector<Arriva
         hash_base += a.flows;
     }
     std::vector<DroppedPacket> drops(burst.size());
-    EXPECT_EQ(scheduler.enqueue(burst.data(), static_cast<uint32_t>(burst.size()), 0,
-                                drops.data()),
+    EXPECT_EQ(scheduler.enqueue(burst.data(), static_cast<uint32_t>(burst.size()), 0, drops.data()),
               burst.size());
     return job_of;
 }
@@ -81,8 +80,8 @@ std::map<uint8_t, uint64_t> dequeue_while_all_backlogged(Scheduler& scheduler,
     std::array<Packet, 32> out;
     std::array<DroppedPacket, 32> drops;
     for (;;) {
-        const DequeueResult r = scheduler.dequeue_burst(out.data(), 1, Scheduler::kUnlimitedBytes,
-                                                        0, drops.data(), 32);
+        const DequeueResult r =
+            scheduler.dequeue_burst(out.data(), 1, Scheduler::kUnlimitedBytes, 0, drops.data(), 32);
         if (r.packets == 0) return sent;
         const uint8_t job = job_of[id_of(out[0])];
         sent[job] += out[0].length_bytes;
@@ -95,12 +94,13 @@ TEST(ByJob, JobsInOneLeafGetEqualSharesWhateverTheirFlowCounts) {
     for (const uint32_t many : {2u, 8u, 32u}) {
         for (const uint32_t length : {1500u, 0u}) {
             auto scheduler = build_or_fail(jobs_tree(1, true));
-            const std::vector<Arrival> jobs = {{0, 1, 1, 400}, {0, 2, many, 400 / many + 40},
-                                               {0, 3, 3, 200}};
+            const std::vector<Arrival> jobs = {
+                {0, 1, 1, 400}, {0, 2, many, 400 / many + 40}, {0, 3, 3, 200}};
             const std::vector<uint8_t> job_of = enqueue_jobs(*scheduler, jobs, length, random);
             EXPECT_EQ(scheduler->leaf_jobs(0), 3u);
             std::map<uint8_t, uint64_t> queued;
-            for (const Arrival& a : jobs) queued[a.job] = uint64_t{a.flows} * a.packets;
+            for (const Arrival& a : jobs)
+                queued[a.job] = uint64_t{a.flows} * a.packets;
             const std::map<uint8_t, uint64_t> sent =
                 dequeue_while_all_backlogged(*scheduler, job_of, queued);
             // A round gives each job listed flows x one max packet; a job is at most a round
@@ -120,18 +120,20 @@ TEST(ByJob, ASharedLeafWeighsAsManyJobsAsItHolds) {
     // Five jobs over three leaves: two, two and one. Each should get a fifth.
     auto scheduler = build_or_fail(jobs_tree(3, true));
     std::mt19937 random(5);
-    const std::vector<Arrival> jobs = {{0, 10, 1, 2000}, {0, 11, 4, 500}, {1, 12, 2, 1000},
-                                       {1, 13, 1, 2000}, {2, 14, 8, 250}};
+    const std::vector<Arrival> jobs = {
+        {0, 10, 1, 2000}, {0, 11, 4, 500}, {1, 12, 2, 1000}, {1, 13, 1, 2000}, {2, 14, 8, 250}};
     const std::vector<uint8_t> job_of = enqueue_jobs(*scheduler, jobs, 1500, random);
     EXPECT_EQ(scheduler->leaf_jobs(0), 2u);
     EXPECT_EQ(scheduler->leaf_jobs(1), 2u);
     EXPECT_EQ(scheduler->leaf_jobs(2), 1u);
     std::map<uint8_t, uint64_t> queued;
-    for (const Arrival& a : jobs) queued[a.job] = uint64_t{a.flows} * a.packets;
-    const std::map<uint8_t, uint64_t> sent = dequeue_while_all_backlogged(*scheduler, job_of,
-                                                                          queued);
+    for (const Arrival& a : jobs)
+        queued[a.job] = uint64_t{a.flows} * a.packets;
+    const std::map<uint8_t, uint64_t> sent =
+        dequeue_while_all_backlogged(*scheduler, job_of, queued);
     uint64_t total = 0;
-    for (const auto& [job, bytes] : sent) total += bytes;
+    for (const auto& [job, bytes] : sent)
+        total += bytes;
     for (const auto& [job, bytes] : sent) {
         EXPECT_NEAR(static_cast<double>(bytes) / static_cast<double>(total), 0.2, 0.01)
             << "job " << int(job);
@@ -162,10 +164,10 @@ TEST(ByJob, ALeafOfOneJobDepartsAsAPlainFqLeaf) {
             ASSERT_EQ(plain->enqueue(burst.data(), n, now, refused.data()),
                       by_job->enqueue(burst.data(), n, now, refused.data()));
             const uint32_t want = random() % 40;
-            const DequeueResult a = plain->dequeue_burst(out_a.data(), want, 200'000, now,
-                                                         drops_a.data(), 64);
-            const DequeueResult b = by_job->dequeue_burst(out_b.data(), want, 200'000, now,
-                                                          drops_b.data(), 64);
+            const DequeueResult a =
+                plain->dequeue_burst(out_a.data(), want, 200'000, now, drops_a.data(), 64);
+            const DequeueResult b =
+                by_job->dequeue_burst(out_b.data(), want, 200'000, now, drops_b.data(), 64);
             ASSERT_EQ(a.packets, b.packets) << "seed " << seed << " step " << step;
             for (uint32_t i = 0; i < a.packets; ++i)
                 ASSERT_EQ(id_of(out_a[i]), id_of(out_b[i])) << "seed " << seed << " step " << step;
@@ -185,9 +187,10 @@ TEST(ByJob, TheWeightFollowsJobsAsTheyLeave) {
     std::array<DroppedPacket, 16> drops;
     uint64_t job3_at_1_left = 0;
     while (scheduler->queued_packets() != 0) {
-        const DequeueResult r = scheduler->dequeue_burst(
-            out.data(), 16, Scheduler::kUnlimitedBytes, 0, drops.data(), 16);
-        for (uint32_t i = 0; i < r.packets; ++i) sent[job_of[id_of(out[i])]] += out[i].length_bytes;
+        const DequeueResult r = scheduler->dequeue_burst(out.data(), 16, Scheduler::kUnlimitedBytes,
+                                                         0, drops.data(), 16);
+        for (uint32_t i = 0; i < r.packets; ++i)
+            sent[job_of[id_of(out[i])]] += out[i].length_bytes;
         if (job3_at_1_left == 0 && sent[1] == 20u * 1500) job3_at_1_left = sent[3];
         if (sent[2] >= 1'000'000) break;
     }

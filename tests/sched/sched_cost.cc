@@ -8,8 +8,9 @@
 //   fq64_burst  same, enqueue 32 + dequeue_burst(32)
 //   gateway1    the shape of conf/default.yaml's tree (strict 10G root, capped fq inference with
 //   CoDel,
-//               drr bulk -> drr training of 4 fq jobs (fq_by_job) with RED/ECN, fifo other), mixed sizes,
-//               enqueue 1 + dequeue 1 per step with virtual time (the replay engine's pattern)
+//               drr bulk -> drr training of 4 fq jobs (fq_by_job) with RED/ECN, fifo other), mixed
+//               sizes, enqueue 1 + dequeue 1 per step with virtual time (the replay engine's
+//               pattern)
 //   gateway32   same tree, enqueue 32 + dequeue 32 (dequeue) per step
 //   gateway32_burst  same, dequeue_burst
 //   lone_burst  same tree at a 1500-byte MTU (quantum: one frame), only `other` backlogged

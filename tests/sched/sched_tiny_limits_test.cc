@@ -1,11 +1,12 @@
 // Leaves whose limits hold one to three packets, or one to two frames of bytes, under every
 // parent kind (strict, drr, the per-job drr of conf/default.yaml, shaped parents), fq and fifo
 // leaves, CoDel and RED/ECN on and off, limits lowered at runtime (`class set ... limit_packets
-// 1`) and flows moved between leaves. A full fq leaf of one packet makes room by pushing out
-// its only packet: the leaf empties and refills in one arrival, which once linked it into its
-// drr parent's ring twice (SIGSEGV in pick()). Checked after every operation: every packet
-// accounted for once (offered = delivered + dropped + queued), per-leaf counters balance, the
-// pool adds up; at the end the tree drains completely.
+// 1`), every other live change in place (weights, shapers on and off, AQM retuned, a larger max
+// frame, a cap moved as the SLO controller does, PFC holds) and flows moved between leaves. A full
+// fq leaf of one packet makes room by pushing out its only packet: the leaf empties and refills in
+// one arrival, which once linked it into its drr parent's ring twice (SIGSEGV in pick()). Checked
+// after every operation: every packet accounted for once (offered = delivered + dropped + queued),
+// per-leaf counters balance, the pool adds up; at the end the tree drains completely.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -104,6 +105,39 @@ class TinyTree {
         return spec;
     }
 
+    // The same tree with any parameter a live change may touch (`class set` of weight, rate,
+    // burst, codel, ecn; a policy reload that keeps the topology): weights, shapers on or off
+    // on any node, CoDel and RED on, off or retuned, a larger max frame.
+    TreeSpec retune(TreeSpec spec) {
+        const uint32_t frame_before = spec.max_packet_bytes;
+        if (chance(8)) spec.max_packet_bytes = 9216;
+        for (NodeSpec& node : spec.nodes) {
+            // Byte limits must hold a frame of the new size.
+            if (spec.max_packet_bytes != frame_before && node.kind != NodeKind::strict &&
+                node.kind != NodeKind::drr)
+                set_limits(node, spec);
+            if (chance(2)) continue;
+            node.weight = chance(4) ? uniform(1, 1000) : uniform(1, 8);
+            if (chance(3)) {
+                node.shaper = chance(3) ? ShaperSpec{}
+                                        : ShaperSpec{uint64_t{uniform(1, 400)} * 100'000'000,
+                                                     uniform(64, 40'000)};
+            }
+            if (node.kind != NodeKind::fifo && node.kind != NodeKind::fq) continue;
+            if (chance(3)) set_limits(node, spec);
+            if (chance(3)) {
+                node.codel = {chance(2), uniform(1, 50) * 1000ull, uniform(50, 400) * 1000ull,
+                              chance(2)};
+            }
+            if (chance(3)) {
+                const uint32_t kmin = uniform(100, 5000);
+                node.red = {chance(2), kmin, kmin + uniform(100, 10'000), 0.05 * uniform(1, 20),
+                            chance(2)};
+            }
+        }
+        return spec;
+    }
+
     bool chance(uint32_t one_in) { return random_() % one_in == 0; }
     uint32_t uniform(uint32_t lo, uint32_t hi) { return lo + random_() % (hi - lo + 1); }
 
@@ -164,6 +198,8 @@ void expect_balanced(Scheduler& scheduler, const std::string& where) {
 struct Exercised {
     QueueCounters total;
     uint64_t relimits = 0;
+    uint64_t retunes = 0;
+    uint64_t holds = 0;
     uint64_t moved = 0;
     uint64_t moved_and_dropped = 0;  // past the target's limits
 };
@@ -177,6 +213,7 @@ void run_one(Parent parent, uint32_t seed, Exercised& exercised) {
     std::mt19937 random(seed * 31 + static_cast<uint32_t>(parent));
     auto uniform = [&](uint32_t lo, uint32_t hi) { return lo + random() % (hi - lo + 1); };
     std::mt19937 move_random(seed);  // how a flow moves: apart, so the rest draws as before
+    std::mt19937 retune_random(seed * 7 + 1);  // which live change: apart, likewise
     const uint32_t frame = spec.max_packet_bytes;
     const std::array<uint32_t, 7> lengths = {64, 200, 1500, frame / 2, frame - 1, frame, frame + 1};
     const uint32_t leaves = scheduler->leaf_count();
@@ -233,10 +270,32 @@ void run_one(Parent parent, uint32_t seed, Exercised& exercised) {
             delivered += r.packets;
             dropped += r.dropped;
         } else if (op == 18) {
-            // A live `class set` to new tiny limits (same topology: apply in place).
-            const auto error = scheduler->apply(generator.relimit(scheduler->spec()), now);
-            ASSERT_FALSE(error) << where << ": " << error->to_string();
-            ++exercised.relimits;
+            // A live change in place (same topology): new tiny limits, as `class set ...
+            // limit_packets` makes, any parameter, a cap the SLO controller moves, or a PFC
+            // pause of a subtree (held, released early, or let expire).
+            const uint32_t node = uniform(0, static_cast<uint32_t>(spec.nodes.size()) - 1);
+            switch (retune_random() % 4) {
+                case 0: {
+                    const auto error = scheduler->apply(generator.relimit(scheduler->spec()), now);
+                    ASSERT_FALSE(error) << where << ": " << error->to_string();
+                    ++exercised.relimits;
+                    break;
+                }
+                case 1: {
+                    const auto error = scheduler->apply(generator.retune(scheduler->spec()), now);
+                    ASSERT_FALSE(error) << where << ": " << error->to_string();
+                    ++exercised.retunes;
+                    break;
+                }
+                case 2:
+                    scheduler->set_shaper_rate(node, uint64_t{uniform(1, 400)} * 100'000'000, now);
+                    break;
+                default:
+                    scheduler->hold(node,
+                                    retune_random() % 3 == 0 ? 0 : now + uniform(1, 2'000'000));
+                    ++exercised.holds;
+                    break;
+            }
         } else {
             const auto from = static_cast<uint16_t>(random() % leaves);
             const auto to = static_cast<uint16_t>(random() % leaves);
@@ -298,7 +357,9 @@ TEST_P(TinyLimits, EveryPacketAccountedForAndTheTreeDrains) {
     EXPECT_GT(c.ecn_marked_red, 0u);
     EXPECT_GT(c.drops(DropReason::codel) + c.ecn_marked_codel, 0u);
     EXPECT_GT(c.packets_out, 100'000u);
-    EXPECT_GT(exercised.relimits, 1000u);
+    EXPECT_GT(exercised.relimits, 250u);
+    EXPECT_GT(exercised.retunes, 250u);
+    EXPECT_GT(exercised.holds, 250u);
     EXPECT_GT(exercised.moved, 0u);
     EXPECT_GT(exercised.moved_and_dropped, 0u);
     std::printf("moved %llu, dropped at the target %llu\n",
