@@ -2,7 +2,8 @@
 // the fixed job % count (LeafMap::leaf), side by side: bursts of 32 packets of random jobs
 // enqueued into a drr node over 8 fq leaves and dequeued again, per packet; arguments: jobs,
 // and the packets kept queued (0: every leaf empties after each burst, the case where jobs
-// sharing leaves part and meet again).
+// sharing leaves part and meet again). BM_JobLeafBuckets: what a job leaf's flow queues
+// (`buckets`) cost when 48 jobs of 16 flows share the 8 leaves.
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -18,20 +19,27 @@ constexpr uint16_t kLeaves = 8;
 constexpr uint32_t kBurst = 32;
 
 template <bool kPlaced, bool kByJob>
-void BM_AdmitJobs(benchmark::State& state) {
-    auto scheduler = job_tree(kLeaves, sched::NodeKind::fq, 4096, kByJob);
+void admit_jobs(benchmark::State& state, uint32_t jobs, uint32_t flows_per_job,
+                int64_t queued_before, uint32_t buckets, bool hash_flows) {
+    auto scheduler = job_tree(kLeaves, sched::NodeKind::fq, 4096, kByJob, buckets);
     LeafMap map;
     if (LeafMap::build({{JobSplit::modulo, 0, kLeaves, {}}}, map)) {
         state.SkipWithError("leaf map");
         return;
     }
-    // Jobs as job_by_source numbers them (198.18.x.0/24), flows a few per job.
-    const auto jobs = static_cast<uint32_t>(state.range(0));
+    // Jobs as job_by_source numbers them (198.18.x.0/24), flows_per_job flows each; flow hashes
+    // consecutive or spread as the classifier's hash spreads them.
     std::mt19937 rng(1);
     std::vector<uint32_t> job_of(4096), flow_of(4096);
     for (size_t i = 0; i < job_of.size(); ++i) {
         job_of[i] = (198u << 16) | (18u << 8) | (rng() % jobs * 7 % 256);
-        flow_of[i] = job_of[i] * 4 + rng() % 4;
+        flow_of[i] = job_of[i] * flows_per_job + rng() % flows_per_job;
+        if (hash_flows) {  // murmur3's finaliser: every bit of the flow in the low bits
+            uint32_t h = flow_of[i];
+            h = (h ^ (h >> 16)) * 0x85ebca6bu;
+            h = (h ^ (h >> 13)) * 0xc2b2ae35u;
+            flow_of[i] = h ^ (h >> 16);
+        }
     }
     sched::Packet burst[kBurst], out[kBurst];
     sched::DroppedPacket drops[kBurst];
@@ -44,7 +52,7 @@ void BM_AdmitJobs(benchmark::State& state) {
         p.job = sched::job_tag(job_of[next]);
         next = (next + 1) & 4095;
     };
-    for (int64_t queued = 0; queued < state.range(1); ++queued) {
+    for (int64_t queued = 0; queued < queued_before; ++queued) {
         map.next_burst(0);
         place(burst[0]);
         scheduler->enqueue(burst, 1, 0, drops);
@@ -60,6 +68,19 @@ void BM_AdmitJobs(benchmark::State& state) {
     state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kBurst);
 }
 
+// Arguments: jobs, packets kept queued.
+template <bool kPlaced, bool kByJob>
+void BM_AdmitJobs(benchmark::State& state) {
+    admit_jobs<kPlaced, kByJob>(state, static_cast<uint32_t>(state.range(0)), 4, state.range(1),
+                                256, false);
+}
+
+// Arguments: buckets per leaf, packets kept queued.
+void BM_JobLeafBuckets(benchmark::State& state) {
+    admit_jobs<true, true>(state, 48, 16, state.range(1), static_cast<uint32_t>(state.range(0)),
+                           true);
+}
+
 // Fixed: job % count into leaves fair by flow (before placement); Placed: as the policy compiles
 // per_job (placement, leaves fair by job); PlacedByFlow: placement alone.
 BENCHMARK(BM_AdmitJobs<false, false>)
@@ -71,6 +92,7 @@ BENCHMARK(BM_AdmitJobs<true, false>)
 BENCHMARK(BM_AdmitJobs<true, true>)
     ->Name("BM_AdmitJobs_Placed")
     ->ArgsProduct({{4, 8, 16}, {0, 512}});
+BENCHMARK(BM_JobLeafBuckets)->ArgsProduct({{256, 4096}, {0, 512}});
 
 }  // namespace
 }  // namespace twinlane::admission

@@ -11,8 +11,8 @@
 namespace twinlane::admission {
 
 inline std::unique_ptr<sched::Scheduler> job_tree(uint16_t count, sched::NodeKind leaf_kind,
-                                                  uint32_t limit_packets = 4096,
-                                                  bool by_job = true) {
+                                                  uint32_t limit_packets = 4096, bool by_job = true,
+                                                  uint32_t buckets = 256) {
     sched::TreeSpec spec;
     sched::NodeSpec root;
     root.name = "training";
@@ -25,7 +25,7 @@ inline std::unique_ptr<sched::Scheduler> job_tree(uint16_t count, sched::NodeKin
         leaf.parent = "training";
         leaf.limit_packets = limit_packets;
         leaf.limit_bytes = 1ull << 30;
-        leaf.fq_buckets = 256;
+        leaf.fq_buckets = buckets;
         leaf.fq_by_job = by_job && leaf_kind == sched::NodeKind::fq;
         spec.nodes.push_back(leaf);
     }

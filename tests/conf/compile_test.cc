@@ -86,7 +86,7 @@ TEST(Compile, DefaultPolicyTree) {
     EXPECT_EQ(tree.nodes[4].red.kmin_bytes, 20'000u);
     EXPECT_EQ(tree.nodes[4].red.kmax_bytes, 200'000u);
     EXPECT_DOUBLE_EQ(tree.nodes[4].red.pmax, 0.2);
-    EXPECT_EQ(tree.nodes[4].fq_buckets, 256u);
+    EXPECT_EQ(tree.nodes[4].fq_buckets, 4096u);
     EXPECT_EQ(tree.nodes[4].limit_packets, 2048u);
     // A per_job node's leaves are fair by job (jobs may share one); no other leaf is.
     for (const sched::NodeSpec& node : tree.nodes)
