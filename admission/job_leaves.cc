@@ -47,7 +47,7 @@ uint16_t JobLeaves::place(uint32_t job, uint16_t home, uint64_t burst, uint64_t 
         return use(home, burst);
     }
     if (free_leaves_ == 0 || entries_ == max_entries_) reclaim(burst, now_ns, tree);
-    const uint16_t offset = pick(home, burst, tree);
+    const uint16_t offset = pick(job, home, burst, tree);
     if (!insert(job, offset, now_ns)) {
         at_home.overflow = true;
         return use(home, burst);
@@ -69,17 +69,35 @@ void JobLeaves::adopt_overflow(uint16_t offset) {
     if (offset < count_) leaves_[offset].overflow = true;
 }
 
-uint16_t JobLeaves::pick(uint16_t from, uint64_t burst, const sched::Scheduler& tree) const {
-    uint16_t best = from;
-    bool best_idle = false;
-    for (uint16_t i = 0; i < count_; ++i) {
-        const uint16_t l = static_cast<uint16_t>(from + i < count_ ? from + i : from + i - count_);
-        if (leaves_[l].jobs == 0) return l;
-        const bool empty = idle(l, burst, tree);
-        if ((empty && !best_idle) || (empty == best_idle && leaves_[l].jobs < leaves_[best].jobs)) {
-            best = l;
-            best_idle = empty;
+uint16_t JobLeaves::pick(uint32_t job, uint16_t from, uint64_t burst,
+                         const sched::Scheduler& tree) const {
+    if (free_leaves_ != 0) {
+        for (uint16_t i = 0; i < count_; ++i) {
+            const uint16_t l =
+                static_cast<uint16_t>(from + i < count_ ? from + i : from + i - count_);
+            if (leaves_[l].jobs == 0) return l;
         }
+    }
+    // A leaf counts jobs by tag: two jobs of one tag in it would take one job's share. Between
+    // leaves of as many jobs, one holding no packets of this job's tag.
+    const uint8_t tag = sched::job_tag(job);
+    const auto clashes_in = [&](uint16_t l) {
+        return tree.leaf_holds_job(static_cast<uint16_t>(first_ + l), tag);
+    };
+    uint16_t best = from;
+    bool best_idle = idle(from, burst, tree);
+    for (uint16_t i = 1; i < count_; ++i) {
+        const uint16_t l = static_cast<uint16_t>(from + i < count_ ? from + i : from + i - count_);
+        const bool empty = idle(l, burst, tree);
+        if (empty != best_idle) {
+            if (!empty) continue;
+        } else if (leaves_[l].jobs != leaves_[best].jobs) {
+            if (leaves_[l].jobs > leaves_[best].jobs) continue;
+        } else if (empty || !clashes_in(best) || clashes_in(l)) {
+            continue;
+        }
+        best = l;
+        best_idle = empty;
     }
     return best;
 }

@@ -1,7 +1,8 @@
 // JobLeaves: which of a `per_job: {count: N}` node's N leaves each job's packets enter, decided
 // as jobs come and go. A job takes a leaf of its own on its first packet (its home, leaf
 // job % N, when that one is free) and keeps it while it sends; with more jobs active than
-// leaves a new job shares a leaf (an empty one if any, with the fewest jobs), and moves to a
+// leaves a new job shares a leaf (an empty one if any, with the fewest jobs, and of those one
+// holding no packets of its sched::job_tag, which the leaf would count as one job), and moves to a
 // free leaf once the shared one is empty (while it holds packets, the jobs in it stay
 // together). A job that sent nothing for kQuietNs and has nothing queued gives its leaf back
 // when another job needs one. A fixed job % N puts two of five jobs in one leaf four times in
@@ -81,8 +82,9 @@ class JobLeaves {
                tree.leaf_queued_bytes(static_cast<uint16_t>(first_ + offset)) == 0;
     }
     // From `from` on: a free leaf, else an empty one with the fewest jobs, else the leaf with
-    // the fewest jobs.
-    uint16_t pick(uint16_t from, uint64_t burst, const sched::Scheduler& tree) const;
+    // the fewest jobs; between leaves of as many jobs, one holding no packets of `job`'s tag.
+    [[gnu::noinline]] uint16_t pick(uint32_t job, uint16_t from, uint64_t burst,
+                                    const sched::Scheduler& tree) const;
     void reclaim(uint64_t burst, uint64_t now_ns, const sched::Scheduler& tree);
     Entry* find(uint32_t job);
     const Entry* find(uint32_t job) const;

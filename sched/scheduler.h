@@ -172,6 +172,12 @@ class Scheduler {
         return leaves_[leaf].by_job ? leaves_[leaf].jobs : 0;
     }
 
+    // Whether an fq_by_job leaf holds packets of a job of tag `job` (Packet::job) now.
+    bool leaf_holds_job(uint16_t leaf, uint8_t job) const {
+        const Leaf& l = leaves_[leaf];
+        return l.by_job && job_flows_[l.job_flows_at + job] != 0;
+    }
+
     // Bytes queued in `leaf` now (the owner's view; other threads read leaf_counters()).
     uint64_t leaf_queued_bytes(uint16_t leaf) const { return leaves_[leaf].bytes; }
 

@@ -34,6 +34,7 @@ uint16_t arrive(LeafMap& map, sched::Scheduler& tree, uint32_t job, uint64_t now
     sched::Packet p;
     p.length_bytes = 1000;
     p.leaf = map.place(0, job, tree);
+    p.job = sched::job_tag(job);
     p.handle = reinterpret_cast<void*>(uintptr_t{job});
     sched::DroppedPacket drop;
     EXPECT_EQ(tree.enqueue(&p, 1, now, &drop), 1u);
@@ -110,6 +111,27 @@ TEST(JobLeaves, ANewJobSharesAnEmptyLeafBeforeABusyOne) {
     ASSERT_EQ(tree->dequeue(out, 1, 0, drops, 4).packets, 1u);  // one leaf empty again
     const uint16_t empty = tree->leaf_queued_bytes(0) == 0 ? 0 : 1;
     EXPECT_EQ(arrive(map, *tree, 12, 10), empty);  // both jobs active: it shares the empty one
+}
+
+// A fq_by_job leaf counts jobs by their 8-bit tag: two jobs of one tag in a leaf would take one
+// job's share. Between leaves holding as many jobs, a job goes where no packets of its tag are.
+TEST(JobLeaves, AJobSharesALeafWithoutItsTagWhenItCan) {
+    for (uint16_t busy_leaf = 0; busy_leaf < 4; ++busy_leaf) {
+        auto tree = admission::job_tree(4, sched::NodeKind::fq);
+        ASSERT_TRUE(tree);
+        LeafMap map = job_map(4);
+        // Jobs 0..3 take the four leaves (each its home); a fifth job of job (busy_leaf)'s tag
+        // would share leaf busy_leaf first (its home) were tags not looked at.
+        for (uint32_t job = 0; job < 4; ++job)
+            ASSERT_EQ(arrive(map, *tree, job), job);
+        uint32_t twin = busy_leaf + 4;
+        while (sched::job_tag(twin) != sched::job_tag(busy_leaf) || twin % 4 != busy_leaf)
+            ++twin;
+        const uint16_t shared = arrive(map, *tree, twin);
+        EXPECT_NE(shared, busy_leaf)
+            << "job " << twin << " shares a leaf with its tag's job " << busy_leaf;
+        EXPECT_EQ(tree->leaf_queued_bytes(shared), 2000u);
+    }
 }
 
 // The property that keeps flows in order, under random load: a job's packet enters the leaf
