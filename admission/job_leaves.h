@@ -83,6 +83,7 @@ class JobLeaves {
     }
     // From `from` on: a free leaf, else an empty one with the fewest jobs, else the leaf with
     // the fewest jobs; between leaves of as many jobs, one holding no packets of `job`'s tag.
+    // Rare (a job arrives or moves): kept out of place()'s fast path.
     [[gnu::noinline]] uint16_t pick(uint32_t job, uint16_t from, uint64_t burst,
                                     const sched::Scheduler& tree) const;
     void reclaim(uint64_t burst, uint64_t now_ns, const sched::Scheduler& tree);
