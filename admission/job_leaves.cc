@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <tuple>
 
 #include "classifier/hash_slot.h"
 
@@ -70,7 +71,7 @@ void JobLeaves::adopt_overflow(uint16_t offset) {
 }
 
 uint16_t JobLeaves::pick(uint32_t job, uint16_t from, uint64_t burst,
-                         const sched::Scheduler& tree) const {
+                         const sched::Scheduler& tree) {
     if (free_leaves_ != 0) {
         for (uint16_t i = 0; i < count_; ++i) {
             const uint16_t l =
@@ -78,26 +79,26 @@ uint16_t JobLeaves::pick(uint32_t job, uint16_t from, uint64_t burst,
             if (leaves_[l].jobs == 0) return l;
         }
     }
-    // A leaf counts jobs by tag: two jobs of one tag in it would take one job's share. Between
-    // leaves of as many jobs, one holding no packets of this job's tag.
+    // A leaf counts jobs by tag: two jobs of one tag in it would take one job's share, for as
+    // long as they share it. Its entries say which jobs place into it even while it is empty.
     const uint8_t tag = sched::job_tag(job);
-    const auto clashes_in = [&](uint16_t l) {
-        return tree.leaf_holds_job(static_cast<uint16_t>(first_ + l), tag);
+    for (uint16_t l = 0; l < count_; ++l)
+        leaves_[l].tag_taken = tree.leaf_holds_job(static_cast<uint16_t>(first_ + l), tag);
+    for (const Entry& e : slots_)
+        if (e.used && sched::job_tag(e.job) == tag) leaves_[e.offset].tag_taken = true;
+    // Ordered by (tag free, empty, fewer jobs), the first from `from` on among equals.
+    const auto rank = [&](uint16_t l) {
+        return std::tuple(!leaves_[l].tag_taken, idle(l, burst, tree), -int64_t{leaves_[l].jobs});
     };
     uint16_t best = from;
-    bool best_idle = idle(from, burst, tree);
+    auto best_rank = rank(from);
     for (uint16_t i = 1; i < count_; ++i) {
         const uint16_t l = static_cast<uint16_t>(from + i < count_ ? from + i : from + i - count_);
-        const bool empty = idle(l, burst, tree);
-        if (empty != best_idle) {
-            if (!empty) continue;
-        } else if (leaves_[l].jobs != leaves_[best].jobs) {
-            if (leaves_[l].jobs > leaves_[best].jobs) continue;
-        } else if (empty || !clashes_in(best) || clashes_in(l)) {
-            continue;
+        const auto r = rank(l);
+        if (r > best_rank) {
+            best = l;
+            best_rank = r;
         }
-        best = l;
-        best_idle = empty;
     }
     return best;
 }

@@ -1,13 +1,14 @@
 // JobLeaves: which of a `per_job: {count: N}` node's N leaves each job's packets enter, decided
 // as jobs come and go. A job takes a leaf of its own on its first packet (its home, leaf
 // job % N, when that one is free) and keeps it while it sends; with more jobs active than
-// leaves a new job shares a leaf (an empty one if any, with the fewest jobs, and of those one
-// holding no packets of its sched::job_tag, which the leaf would count as one job), and moves to a
-// free leaf once the shared one is empty (while it holds packets, the jobs in it stay
-// together). A job that sent nothing for kQuietNs and has nothing queued gives its leaf back
-// when another job needs one. A fixed job % N puts two of five jobs in one leaf four times in
-// five (the birthday bound over 8 leaves). Jobs that do share a leaf still get equal shares:
-// the leaf is fair by job and weighs as many jobs as it holds (sched::NodeSpec::fq_by_job).
+// leaves a new job shares a leaf: one where no job of its sched::job_tag places or has packets
+// (the leaf would count the two as one job, each at half its share), of those an empty one,
+// and of those the one with the fewest jobs; it moves to a free leaf once the shared one is
+// empty (while it holds packets, the jobs in it stay together). A job that sent nothing for
+// kQuietNs and has nothing queued gives its leaf back when another job needs one. A fixed job % N
+// puts two of five jobs in one leaf four times in five (the birthday bound over 8 leaves). Jobs
+// that do share a leaf still get equal shares: the leaf is fair by job and weighs as many jobs as
+// it holds (sched::NodeSpec::fq_by_job).
 //
 // A job changes leaf only while the leaf it leaves is empty and took nothing in the burst
 // being placed (whose packets are enqueued after placement), so no flow is reordered. Past
@@ -15,8 +16,8 @@
 // leaf with no entry, and a job then finding its home holding such packets joins it there.
 //
 // Owned by the tree's owner (single-threaded); fixed tables, allocated at construction.
-// Placement is O(1) but when a job arrives or moves: then a scan of the N leaves, and at most
-// every kQuietNs / 8 one of the table.
+// Placement is O(1) but when a job arrives or moves and must share: then a scan of the N leaves
+// and of the table (16 slots a leaf), and at most every kQuietNs / 8 another of the table.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +75,7 @@ class JobLeaves {
         uint32_t jobs = 0;        // entries placing into it
         uint64_t last_burst = 0;  // the last burst that placed a packet into it (0: none)
         bool overflow = false;    // may hold packets of jobs with no entry
+        bool tag_taken = false;   // pick()'s scratch: a job of the picking job's tag is in it
     };
 
     // Holds nothing and took nothing in this burst: no job placing into it has a packet there.
@@ -81,11 +83,10 @@ class JobLeaves {
         return leaves_[offset].last_burst != burst &&
                tree.leaf_queued_bytes(static_cast<uint16_t>(first_ + offset)) == 0;
     }
-    // From `from` on: a free leaf, else an empty one with the fewest jobs, else the leaf with
-    // the fewest jobs; between leaves of as many jobs, one holding no packets of `job`'s tag.
-    // Rare (a job arrives or moves): kept out of place()'s fast path.
+    // From `from` on: a free leaf, else the best to share (see the top). Rare (a job arrives
+    // or moves): kept out of place()'s fast path.
     [[gnu::noinline]] uint16_t pick(uint32_t job, uint16_t from, uint64_t burst,
-                                    const sched::Scheduler& tree) const;
+                                    const sched::Scheduler& tree);
     void reclaim(uint64_t burst, uint64_t now_ns, const sched::Scheduler& tree);
     Entry* find(uint32_t job);
     const Entry* find(uint32_t job) const;

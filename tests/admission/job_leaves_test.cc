@@ -116,22 +116,45 @@ TEST(JobLeaves, ANewJobSharesAnEmptyLeafBeforeABusyOne) {
 // A fq_by_job leaf counts jobs by their 8-bit tag: two jobs of one tag in a leaf would take one
 // job's share. Between leaves holding as many jobs, a job goes where no packets of its tag are.
 TEST(JobLeaves, AJobSharesALeafWithoutItsTagWhenItCan) {
-    for (uint16_t busy_leaf = 0; busy_leaf < 4; ++busy_leaf) {
-        auto tree = admission::job_tree(4, sched::NodeKind::fq);
-        ASSERT_TRUE(tree);
-        LeafMap map = job_map(4);
-        // Jobs 0..3 take the four leaves (each its home); a fifth job of job (busy_leaf)'s tag
-        // would share leaf busy_leaf first (its home) were tags not looked at.
-        for (uint32_t job = 0; job < 4; ++job)
-            ASSERT_EQ(arrive(map, *tree, job), job);
-        uint32_t twin = busy_leaf + 4;
-        while (sched::job_tag(twin) != sched::job_tag(busy_leaf) || twin % 4 != busy_leaf)
-            ++twin;
-        const uint16_t shared = arrive(map, *tree, twin);
-        EXPECT_NE(shared, busy_leaf)
-            << "job " << twin << " shares a leaf with its tag's job " << busy_leaf;
-        EXPECT_EQ(tree->leaf_queued_bytes(shared), 2000u);
+    // Whether the tag's job has packets queued or only its entry (its leaf drained): a leaf
+    // it places into counts a second job of its tag as the same job either way.
+    for (const bool drained : {false, true}) {
+        for (uint16_t busy_leaf = 0; busy_leaf < 4; ++busy_leaf) {
+            auto tree = admission::job_tree(4, sched::NodeKind::fq);
+            ASSERT_TRUE(tree);
+            LeafMap map = job_map(4);
+            // Jobs 0..3 take the four leaves (each its home); a fifth job of job (busy_leaf)'s
+            // tag would share leaf busy_leaf first (its home) were tags not looked at.
+            for (uint32_t job = 0; job < 4; ++job)
+                ASSERT_EQ(arrive(map, *tree, job), job);
+            if (drained) drain(*tree);
+            uint32_t twin = busy_leaf + 4;
+            while (sched::job_tag(twin) != sched::job_tag(busy_leaf) || twin % 4 != busy_leaf)
+                ++twin;
+            const uint16_t shared = arrive(map, *tree, twin);
+            EXPECT_NE(shared, busy_leaf) << "job " << twin << " shares a leaf with its tag's job "
+                                         << busy_leaf << (drained ? " (drained)" : "");
+            EXPECT_EQ(tree->leaf_queued_bytes(shared), drained ? 1000u : 2000u);
+        }
     }
+}
+
+// A new job's leaf, when every leaf is taken: tag first, then an empty leaf, then the fewest
+// jobs. A leaf with one job more but none of the new job's tag beats the emptiest with it.
+TEST(JobLeaves, AJobAvoidsItsTagBeforeItBalancesLeaves) {
+    auto tree = admission::job_tree(2, sched::NodeKind::fq);
+    ASSERT_TRUE(tree);
+    LeafMap map = job_map(2);
+    ASSERT_EQ(arrive(map, *tree, 0), 0u);
+    ASSERT_EQ(arrive(map, *tree, 1), 1u);
+    uint32_t other = 2;  // shares leaf 1: leaf 1 then holds two jobs, leaf 0 one
+    while (other % 2 != 1 || sched::job_tag(other) == sched::job_tag(0))
+        ++other;
+    ASSERT_EQ(arrive(map, *tree, other), 1u);
+    uint32_t twin = other + 1;  // job 0's tag, home leaf 0
+    while (sched::job_tag(twin) != sched::job_tag(0) || twin % 2 != 0)
+        ++twin;
+    EXPECT_EQ(arrive(map, *tree, twin), 1u) << "job " << twin << " joins job 0, its tag";
 }
 
 // The property that keeps flows in order, under random load: a job's packet enters the leaf
