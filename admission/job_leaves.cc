@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <bitset>
 #include <tuple>
 
 #include "classifier/hash_slot.h"
+#include "sched/tree_spec.h"
 
 namespace twinlane::admission {
 
@@ -71,29 +73,30 @@ void JobLeaves::adopt_overflow(uint16_t offset) {
 }
 
 uint16_t JobLeaves::pick(uint32_t job, uint16_t from, uint64_t burst,
-                         const sched::Scheduler& tree) {
+                         const sched::Scheduler& tree) const {
+    const auto nth = [&](uint16_t i) {  // the i-th leaf from `from` on, cyclically
+        return static_cast<uint16_t>(from + i < count_ ? from + i : from + i - count_);
+    };
     if (free_leaves_ != 0) {
-        for (uint16_t i = 0; i < count_; ++i) {
-            const uint16_t l =
-                static_cast<uint16_t>(from + i < count_ ? from + i : from + i - count_);
-            if (leaves_[l].jobs == 0) return l;
-        }
+        for (uint16_t i = 0; i < count_; ++i)
+            if (leaves_[nth(i)].jobs == 0) return nth(i);
     }
     // A leaf counts jobs by tag: two jobs of one tag in it would take one job's share, for as
     // long as they share it. Its entries say which jobs place into it even while it is empty.
     const uint8_t tag = sched::job_tag(job);
-    for (uint16_t l = 0; l < count_; ++l)
-        leaves_[l].tag_taken = tree.leaf_holds_job(static_cast<uint16_t>(first_ + l), tag);
+    std::bitset<sched::kMaxNodes> tag_taken;  // by offset: leaves are nodes of one tree
     for (const Entry& e : slots_)
-        if (e.used && sched::job_tag(e.job) == tag) leaves_[e.offset].tag_taken = true;
+        if (e.used && sched::job_tag(e.job) == tag) tag_taken.set(e.offset);
     // Ordered by (tag free, empty, fewer jobs), the first from `from` on among equals.
     const auto rank = [&](uint16_t l) {
-        return std::tuple(!leaves_[l].tag_taken, idle(l, burst, tree), -int64_t{leaves_[l].jobs});
+        const bool taken =
+            tag_taken[l] || tree.leaf_holds_job(static_cast<uint16_t>(first_ + l), tag);
+        return std::tuple(!taken, idle(l, burst, tree), -int64_t{leaves_[l].jobs});
     };
     uint16_t best = from;
     auto best_rank = rank(from);
     for (uint16_t i = 1; i < count_; ++i) {
-        const uint16_t l = static_cast<uint16_t>(from + i < count_ ? from + i : from + i - count_);
+        const uint16_t l = nth(i);
         const auto r = rank(l);
         if (r > best_rank) {
             best = l;

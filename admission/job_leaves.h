@@ -75,7 +75,6 @@ class JobLeaves {
         uint32_t jobs = 0;        // entries placing into it
         uint64_t last_burst = 0;  // the last burst that placed a packet into it (0: none)
         bool overflow = false;    // may hold packets of jobs with no entry
-        bool tag_taken = false;   // pick()'s scratch: a job of the picking job's tag is in it
     };
 
     // Holds nothing and took nothing in this burst: no job placing into it has a packet there.
@@ -86,7 +85,7 @@ class JobLeaves {
     // From `from` on: a free leaf, else the best to share (see the top). Rare (a job arrives
     // or moves): kept out of place()'s fast path.
     [[gnu::noinline]] uint16_t pick(uint32_t job, uint16_t from, uint64_t burst,
-                                    const sched::Scheduler& tree);
+                                    const sched::Scheduler& tree) const;
     void reclaim(uint64_t burst, uint64_t now_ns, const sched::Scheduler& tree);
     Entry* find(uint32_t job);
     const Entry* find(uint32_t job) const;

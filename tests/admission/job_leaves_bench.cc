@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "admission/leaf_map.h"
+#include "classifier/packet_key.h"
 #include "job_tree.h"
 
 namespace twinlane::admission {
@@ -34,12 +35,8 @@ void admit_jobs(benchmark::State& state, uint32_t jobs, uint32_t flows_per_job,
     for (size_t i = 0; i < job_of.size(); ++i) {
         job_of[i] = (198u << 16) | (18u << 8) | (rng() % jobs * 7 % 256);
         flow_of[i] = job_of[i] * flows_per_job + rng() % flows_per_job;
-        if (hash_flows) {  // murmur3's finaliser: every bit of the flow in the low bits
-            uint32_t h = flow_of[i];
-            h = (h ^ (h >> 16)) * 0x85ebca6bu;
-            h = (h ^ (h >> 13)) * 0xc2b2ae35u;
-            flow_of[i] = h ^ (h >> 16);
-        }
+        if (hash_flows)  // as the classifier hashes a flow's key
+            flow_of[i] = classifier::hash_key(classifier::PacketKey{{flow_of[i]}});
     }
     sched::Packet burst[kBurst], out[kBurst];
     sched::DroppedPacket drops[kBurst];
