@@ -232,7 +232,10 @@ void Scheduler::reset_queues() {
         if (leaf.by_job) {
             leaf.jobs = 0;
             leaf.counted_flows = 0;
+            leaf.widest_job_flows = 0;
+            leaf.widest_jobs = 0;
             leaf.shares_stale = false;
+            leaf.widest_stale = false;
             set_shares(leaf.node, 0);
         }
         leaf.packets = 0;
@@ -294,37 +297,77 @@ inline void Scheduler::join_job(Leaf& leaf, Flow& flow, uint8_t job) {
     flow.job = job;
     flow.counted = true;
     ++leaf.counted_flows;
-    if (job_flows_[leaf.job_flows_at + job]++ == 0) set_shares(leaf.node, ++leaf.jobs);
+    const uint32_t own = ++job_flows_[leaf.job_flows_at + job];
+    if (own == 1) set_shares(leaf.node, ++leaf.jobs);
+    // Reaching the widest count is exact again: every other job is below it, or counted.
+    if (own > leaf.widest_job_flows) {
+        leaf.widest_job_flows = own;
+        leaf.widest_jobs = 1;
+        leaf.widest_stale = false;
+    } else if (own == leaf.widest_job_flows) {
+        ++leaf.widest_jobs;
+        leaf.widest_stale = false;
+    }
 }
 
 // fq_by_job: `flow` was found empty, or the leaf emptied. During a dequeue run the weight follows
 // at the run's end (finish_run).
 inline void Scheduler::leave_job(Leaf& leaf, Flow& flow) {
     if (!flow.counted) return;
+    const uint32_t own = uncount_flow(leaf, flow);
+    if (!leaf.widest_stale && own == leaf.widest_job_flows && --leaf.widest_jobs == 0)
+        leaf.widest_stale = true;
+}
+
+// fq_by_job: `flow` no longer counts in its job's flows; the job's count before.
+inline uint32_t Scheduler::uncount_flow(Leaf& leaf, Flow& flow) {
     flow.counted = false;
     --leaf.counted_flows;
-    if (--job_flows_[leaf.job_flows_at + flow.job] == 0) {
+    const uint32_t own = job_flows_[leaf.job_flows_at + flow.job]--;
+    if (own == 1) {
         --leaf.jobs;
         leaf.shares_stale = true;
     }
+    return own;
+}
+
+// fq_by_job: the widest job after the last one that wide lost a flow: a scan of the leaf's
+// kJobTags counts, when a quantum is due in a leaf of several jobs (a leaf of one job, the
+// common case, never needs it).
+[[gnu::noinline]] void Scheduler::refresh_widest_job(Leaf& leaf) {
+    leaf.widest_stale = false;
+    const auto counts = job_flows_.begin() + leaf.job_flows_at;
+    leaf.widest_job_flows = *std::max_element(counts, counts + kJobTags);
+    leaf.widest_jobs =
+        leaf.widest_job_flows == 0
+            ? 0
+            : static_cast<uint32_t>(std::count(counts, counts + kJobTags, leaf.widest_job_flows));
 }
 
 // fq_by_job: the leaf emptied. Its listed flows are all empty now and stay listed (fq removes
 // them in turn); they hold no job's packets.
 [[gnu::noinline]] void Scheduler::forget_jobs(Leaf& leaf) {
     for (const FlowRing* ring : {&leaf.fresh, &leaf.old}) {
-        for (uint32_t i = ring->head; i != ring->tail; ++i)
-            leave_job(leaf, flows_[flow_rings_[ring->base + (i & leaf.flow_mask)]]);
+        for (uint32_t i = ring->head; i != ring->tail; ++i) {
+            Flow& flow = flows_[flow_rings_[ring->base + (i & leaf.flow_mask)]];
+            if (flow.counted) uncount_flow(leaf, flow);
+        }
     }
+    leaf.widest_job_flows = 0;
+    leaf.widest_jobs = 0;
+    leaf.widest_stale = false;
 }
 
-// fq_by_job: a flow's DRR quantum, one max packet scaled by counted flows over its job's, so
-// that each job's flows together get as much per round as any other job's (a lone job: one
-// max packet each, as plain fq).
-[[gnu::noinline]] uint32_t Scheduler::job_quantum(const Leaf& leaf, const Flow& flow) const {
+// fq_by_job: a flow's DRR quantum, one max packet scaled by the widest job's flows over its
+// own job's, so that each job's flows together get as much per round as any other job's: one
+// max packet each when the jobs have as many flows (as plain fq), never less: a round is as
+// short as per-job fairness allows, so a job that joins mid-round waits for one round of
+// frames, not of whole queues.
+[[gnu::noinline]] uint32_t Scheduler::job_quantum(Leaf& leaf, const Flow& flow) {
     if (leaf.jobs <= 1) return max_packet_bytes_;
+    if (leaf.widest_stale) refresh_widest_job(leaf);
     const uint32_t own = std::max<uint32_t>(job_flows_[leaf.job_flows_at + flow.job], 1);
-    const uint64_t bytes = uint64_t{max_packet_bytes_} * leaf.counted_flows / own;
+    const uint64_t bytes = uint64_t{max_packet_bytes_} * std::max(leaf.widest_job_flows, own) / own;
     return static_cast<uint32_t>(std::min<uint64_t>(bytes, INT32_MAX / 2));
 }
 

@@ -272,13 +272,18 @@ class Scheduler {
         // (the node's quantum follows at the run's end, as after single dequeues).
         bool by_job = false;
         bool shares_stale = false;
+        bool widest_stale = false;  // the widest job lost a flow: recount before the next quantum
         CodelParams codel;
         RedParams red;
         LiveQueueCounters counters;
         // fq_by_job: counted flows (Flow::counted) per job are job_flows_[job_flows_at + job];
         // the jobs with any, and the counted flows in all.
+        // The most counted flows of any one job, and how many jobs have that many (unless
+        // widest_stale): the flows' DRR quanta follow it (job_quantum).
         uint32_t jobs = 0;
         uint32_t counted_flows = 0;
+        uint32_t widest_job_flows = 0;
+        uint32_t widest_jobs = 0;
         uint32_t job_flows_at = 0;
     };
 
@@ -339,8 +344,10 @@ class Scheduler {
     void push_flow_list(Leaf& leaf, FlowList list, uint32_t flow);
     void join_job(Leaf& leaf, Flow& flow, uint8_t job);
     void leave_job(Leaf& leaf, Flow& flow);
+    uint32_t uncount_flow(Leaf& leaf, Flow& flow);
     void forget_jobs(Leaf& leaf);
-    uint32_t job_quantum(const Leaf& leaf, const Flow& flow) const;
+    void refresh_widest_job(Leaf& leaf);
+    uint32_t job_quantum(Leaf& leaf, const Flow& flow);
     void set_shares(uint32_t node, uint32_t jobs);
     uint32_t pop_flow_list(Leaf& leaf, FlowList list);
     void prefetch_ring(const Leaf& leaf, const FlowRing& ring) const;

@@ -1,7 +1,8 @@
 // fq_by_job leaves (a per_job node's, shared when jobs outnumber them): fair across jobs first,
 // then across each job's flows, and under a drr parent the leaf weighs as many jobs as it
 // holds. Checked with every job backlogged: jobs with 1 to 32 flows in one leaf, and jobs
-// spread unevenly over a drr node's leaves, each within a bound of an equal share; a leaf with
+// spread unevenly over a drr node's leaves, each within a bound of an equal share; a job that
+// joins a busy leaf is served within rounds of one max packet a flow; a leaf with
 // one job departs exactly as a plain fq leaf; the weight goes back to one as jobs leave.
 #include <gtest/gtest.h>
 
@@ -103,8 +104,8 @@ TEST(ByJob, JobsInOneLeafGetEqualSharesWhateverTheirFlowCounts) {
                 queued[a.job] = uint64_t{a.flows} * a.packets;
             const std::map<uint8_t, uint64_t> sent =
                 dequeue_while_all_backlogged(*scheduler, job_of, queued);
-            // A round gives each job listed flows x one max packet; a job is at most a round
-            // plus a frame per flow (deficits carried) from another.
+            // A round gives each job the widest job's flows x one max packet; a job is at
+            // most a round plus a frame per flow (deficits carried) from another.
             const uint64_t bound = uint64_t{1 + many + 3} * kMaxPacket + (1 + many + 3) * 9000u;
             const auto [low, high] = std::minmax_element(
                 sent.begin(), sent.end(), [](auto& a, auto& b) { return a.second < b.second; });
@@ -114,6 +115,55 @@ TEST(ByJob, JobsInOneLeafGetEqualSharesWhateverTheirFlowCounts) {
             EXPECT_GT(low->second, 100'000u);
         }
     }
+}
+
+TEST(ByJob, AJobJoiningABusyLeafIsServedWithinARoundOfOneMaxPacketAFlow) {
+    // Twelve jobs of 16 flows keep one leaf busy; a thirteenth joins in the middle of a round.
+    // With equal flow counts a round is one max packet per flow: the newcomer has its first
+    // five packets on every flow within six rounds of all 13 x 16 flows (1,277 packets; it
+    // takes 655).
+    // Quanta scaled by all the leaf's flows made each round twelve times longer: 2,380.
+    constexpr uint32_t kJobs = 12, kFlows = 16, kLength = 9000;
+    auto scheduler = build_or_fail(jobs_tree(1, true));
+    std::mt19937 random(4);
+    std::vector<Arrival> busy;
+    for (uint8_t j = 1; j <= kJobs; ++j)
+        busy.push_back({0, j, kFlows, 60});
+    std::vector<uint8_t> job_of = enqueue_jobs(*scheduler, busy, kLength, random);
+    std::array<Packet, 1> out;
+    std::array<DroppedPacket, 1> drops;
+    for (int i = 0; i < 1000; ++i)
+        ASSERT_EQ(
+            scheduler->dequeue_burst(out.data(), 1, Scheduler::kUnlimitedBytes, 0, drops.data(), 1)
+                .packets,
+            1u);
+    // The newcomer's flows hash apart from the busy ones; its packet ids follow theirs.
+    constexpr uint8_t kNewJob = 99;
+    std::vector<Packet> burst;
+    for (uint32_t k = 0; k < 20; ++k) {
+        for (uint32_t f = 0; f < kFlows; ++f) {
+            Packet p = make_packet(0, kLength, kJobs * kFlows + f, job_of.size());
+            p.job = kNewJob;
+            job_of.push_back(kNewJob);
+            burst.push_back(p);
+        }
+    }
+    std::vector<DroppedPacket> refused(burst.size());
+    ASSERT_EQ(
+        scheduler->enqueue(burst.data(), static_cast<uint32_t>(burst.size()), 0, refused.data()),
+        burst.size());
+    uint32_t dequeued = 0, newcomer = 0;
+    while (newcomer < 5 * kFlows) {
+        ASSERT_EQ(
+            scheduler->dequeue_burst(out.data(), 1, Scheduler::kUnlimitedBytes, 0, drops.data(), 1)
+                .packets,
+            1u);
+        ++dequeued;
+        newcomer += job_of[id_of(out[0])] == kNewJob;
+    }
+    // A round of one max packet (9216 bytes) per flow carries 1.024 frames of 9000 bytes.
+    EXPECT_LE(dequeued, 6 * (kJobs + 1) * kFlows * kMaxPacket / kLength);
+    EXPECT_EQ(scheduler->leaf_jobs(0), kJobs + 1);
 }
 
 TEST(ByJob, ASharedLeafWeighsAsManyJobsAsItHolds) {
