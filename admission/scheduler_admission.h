@@ -33,12 +33,19 @@
 
 namespace twinlane::admission {
 
+// Drop room an admission's caller keeps beyond its burst: an fq leaf full by bytes makes room
+// for a 9 KB arrival from up to this many smaller packets of its fattest flow even when every
+// arrival before it in the burst needed a drop (replay admits one packet at a time).
+inline constexpr uint32_t kPushOutRoom = 16;
+
 template <typename Source>
 class SchedulerAdmission {
   public:
     using Item = typename Source::Item;
 
-    // `scratch` and `drops` hold at least as many packets as one admit() is given.
+    // `scratch` and `drops` hold at least as many packets as one admit() is given; `drops`
+    // room beyond that (kPushOutRoom) lets a full fq leaf push out several smaller packets for
+    // one arrival (Scheduler::enqueue_burst).
     SchedulerAdmission(sched::Scheduler& scheduler, LeafMap& leaves, uint32_t lane_count,
                        Source& source, std::span<sched::Packet> scratch,
                        std::span<sched::DroppedPacket> drops, uint64_t now_ns,
@@ -103,10 +110,11 @@ class SchedulerAdmission {
         p.user = pack_user(lane, pfc_tag);
     }
     void enqueue(sched::Packet* pkts, uint32_t n) {
-        const uint32_t accepted = scheduler_.enqueue(pkts, n, now_ns_, drops_.data());
-        if (accepted != n) {
-            if (governor_ != nullptr) governor_->dropped(drops_.data(), n - accepted);
-            source_.dropped(drops_.data(), n - accepted);
+        const uint32_t dropped = scheduler_.enqueue_burst(pkts, n, now_ns_, drops_.data(),
+                                                          static_cast<uint32_t>(drops_.size()));
+        if (dropped != 0) {
+            if (governor_ != nullptr) governor_->dropped(drops_.data(), dropped);
+            source_.dropped(drops_.data(), dropped);
         }
     }
 

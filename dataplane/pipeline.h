@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "admission/leaf_map.h"
+#include "admission/scheduler_admission.h"
 #include "classifier/classifier.h"
 #include "dataplane/burst_sizer.h"
 #include "dataplane/lane_admission.h"
@@ -105,7 +106,7 @@ struct EgressTask {
     // Scratch for one scheduler call. Members, not locals: the descriptors' default member
     // initialisers would zero 2 KiB per call (1.5% of a 64 B run).
     std::array<sched::Packet, kBurst> scratch_packets;
-    std::array<sched::DroppedPacket, kBurst> scratch_drops;
+    std::array<sched::DroppedPacket, kBurst + admission::kPushOutRoom> scratch_drops;
     // Packets admitted into the tree in the current loop pass: that pass's TX sends at least as
     // many (pipeline.cc, transmit_pass).
     uint32_t admitted_in_pass = 0;

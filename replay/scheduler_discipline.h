@@ -138,7 +138,7 @@ class SchedulerDiscipline final : public Discipline, private slo::DropHandler {
     std::unique_ptr<slo::SloGovernor> governor_;
     std::vector<slo::ClassMove> moves_;
     std::vector<ReplayDrop> governor_drops_;
-    std::array<sched::DroppedPacket, 1> refused_;
+    std::array<sched::DroppedPacket, 1 + admission::kPushOutRoom> refused_;
     // Room for CoDel drops of one dequeue; a member so it is not re-initialised per packet.
     std::array<sched::DroppedPacket, 64> dropped_;
 };

@@ -856,8 +856,9 @@ struct Scheduler::EnqueueRun {
     FlowAppend append;
 };
 
-uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_ns,
-                            DroppedPacket* drops) {
+uint32_t Scheduler::enqueue_burst(const Packet* packets, uint32_t count, uint64_t now_ns,
+                                  DroppedPacket* drops, uint32_t drop_capacity) {
+    const uint32_t extra_room = drop_capacity > count ? drop_capacity - count : 0;
     // Touch the burst's flow queues up front so their cache misses overlap (sched_bench, 64k
     // flows); a packet with an unknown leaf is skipped here and dropped below. A small flow
     // table stays in cache (sched_bench's 1024 flows: 32 KiB).
@@ -871,37 +872,39 @@ uint32_t Scheduler::enqueue(const Packet* packets, uint32_t count, uint64_t now_
     uint32_t dropped = 0;
     for (uint32_t i = 0; i < count;) {
         if (packets[i].leaf < leaves_.size()) [[likely]] {
-            i = enqueue_run(packets, i, count, now_ns, drops, dropped);
+            i = enqueue_run(packets, i, count, now_ns, drops, extra_room, dropped);
             continue;
         }
         port_drops_.count_drop(DropReason::unknown_leaf, packets[i].length_bytes);
         drops[dropped++] = DroppedPacket{packets[i++], DropReason::unknown_leaf};
     }
-    return count - dropped;
+    return dropped;
 }
 
 // The run of packets for one leaf that starts at packets[i]; returns where the next run starts.
 [[gnu::always_inline]] inline uint32_t Scheduler::enqueue_run(const Packet* packets, uint32_t i,
                                                               uint32_t count, uint64_t now_ns,
                                                               DroppedPacket* drops,
+                                                              uint32_t extra_room,
                                                               uint32_t& dropped) {
     Leaf& leaf = leaves_[packets[i].leaf];
-    if (leaf.by_job) return enqueue_leaf_run<true>(leaf, packets, i, count, now_ns, drops, dropped);
-    return enqueue_leaf_run<false>(leaf, packets, i, count, now_ns, drops, dropped);
+    if (leaf.by_job)
+        return enqueue_leaf_run<true>(leaf, packets, i, count, now_ns, drops, extra_room, dropped);
+    return enqueue_leaf_run<false>(leaf, packets, i, count, now_ns, drops, extra_room, dropped);
 }
 
 template <bool MaybeByJob>
 [[gnu::always_inline]] inline uint32_t Scheduler::enqueue_leaf_run(
     Leaf& leaf, const Packet* packets, uint32_t i, uint32_t count, uint64_t now_ns,
-    DroppedPacket* drops, uint32_t& dropped) {
+    DroppedPacket* drops, uint32_t extra_room, uint32_t& dropped) {
     const uint16_t leaf_index = packets[i].leaf;
     EnqueueRun run{leaf.packets, leaf.bytes, pool_free_count_, 0, 0, FlowAppend{}};
     for (; i < count && packets[i].leaf == leaf_index; ++i) {
         const Packet& packet = packets[i];
         DropReason reason = DropReason::oversize;
-        // Drops so far plus one per packet still to come stay within `count`.
-        if (admit_in_run<MaybeByJob>(leaf, run, packet, i + 1 - dropped, now_ns, drops, dropped,
-                                     reason))
+        // Drops so far plus one per packet still to come stay within the room.
+        if (admit_in_run<MaybeByJob>(leaf, run, packet, i + 1 + extra_room - dropped, now_ns, drops,
+                                     dropped, reason))
             continue;
         leaf.counters.count_drop(reason, packet.length_bytes);
         drops[dropped++] = DroppedPacket{packet, reason};

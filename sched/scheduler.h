@@ -85,10 +85,18 @@ class Scheduler {
     static uint64_t memory_bytes(const TreeSpec& spec);
 
     // Hot path ------------------------------------------------------------------------------
-    // Admits `count` packets or drops them; returns count minus the drops written to `drops`
-    // (room for `count`). A drop is the arrival, or, in a full fq leaf, a queued packet of a
-    // fatter flow pushed out for it (`fq_overflow`): the arrival is queued in its place.
-    uint32_t enqueue(const Packet* packets, uint32_t count, uint64_t now_ns, DroppedPacket* drops);
+    // Admits `count` packets or drops them; returns the drops written to `drops`, room for
+    // `drop_capacity` (at least `count`). A drop is the arrival, or, in a full fq leaf, queued
+    // packets at the head of a fatter flow pushed out for it (`fq_overflow`): the arrival is
+    // queued in their place. Room beyond `count` lets an arrival push out more than one packet
+    // (a jumbo frame for smaller ones queued) when earlier arrivals did not leave room; with
+    // none, such an arrival is dropped instead.
+    uint32_t enqueue_burst(const Packet* packets, uint32_t count, uint64_t now_ns,
+                           DroppedPacket* drops, uint32_t drop_capacity);
+    // The same with room for `count` drops; returns count minus the drops.
+    uint32_t enqueue(const Packet* packets, uint32_t count, uint64_t now_ns, DroppedPacket* drops) {
+        return count - enqueue_burst(packets, count, now_ns, drops, count);
+    }
     // Up to max_packets packets, in exactly the order (and with exactly the state changes) of
     // as many single-packet dequeues at the same now_ns. Same as dequeue_burst without a budget.
     DequeueResult dequeue(Packet* out, uint32_t max_packets, uint64_t now_ns, DroppedPacket* drops,
@@ -326,11 +334,12 @@ class Scheduler {
     void settle_departures(Leaf& leaf, Departures& taken);
     struct EnqueueRun;
     uint32_t enqueue_run(const Packet* packets, uint32_t i, uint32_t count, uint64_t now_ns,
-                         DroppedPacket* drops, uint32_t& dropped);
+                         DroppedPacket* drops, uint32_t extra_room, uint32_t& dropped);
     template <bool MaybeByJob>
     [[gnu::always_inline]] uint32_t enqueue_leaf_run(Leaf& leaf, const Packet* packets, uint32_t i,
                                                      uint32_t count, uint64_t now_ns,
-                                                     DroppedPacket* drops, uint32_t& dropped);
+                                                     DroppedPacket* drops, uint32_t extra_room,
+                                                     uint32_t& dropped);
     template <bool MaybeByJob>
     [[gnu::always_inline]] bool admit_in_run(Leaf& leaf, EnqueueRun& run, const Packet& packet,
                                              uint32_t spare, uint64_t now_ns, DroppedPacket* drops,

@@ -320,6 +320,64 @@ TEST(FqOverflow, ByteLimitTakesSeveralPacketsWithinTheDropArray) {
         EXPECT_EQ(pushed_out[k], pushed_out[0] + k);
 }
 
+// Room beyond the burst (enqueue_burst's drop capacity) lets a lone arrival push out several
+// packets, as replay and a burst's later arrivals need.
+TEST(FqOverflow, RoomBeyondTheBurstLetsOneArrivalPushOutSeveral) {
+    auto scheduler = build_or_fail(one_fq_leaf(1000, 10000, 16));
+    ASSERT_NE(scheduler, nullptr);
+    std::vector<Packet> fill;
+    for (uint64_t id = 0; id < 10; ++id)
+        fill.push_back(make_packet(0, 1000, 1, id));
+    std::vector<DroppedPacket> drops(16);
+    ASSERT_EQ(scheduler->enqueue(fill.data(), 10, 0, drops.data()), 10u);  // 10000 bytes: full
+    Packet big = make_packet(0, 3000, 2, 50);
+    ASSERT_EQ(scheduler->enqueue_burst(&big, 1, 0, drops.data(), 3), 3u);
+    for (uint32_t k = 0; k < 3; ++k) {
+        EXPECT_EQ(drops[k].reason, DropReason::fq_overflow);
+        EXPECT_EQ(id_of(drops[k].packet), k);  // the fat flow's oldest
+    }
+    EXPECT_EQ(scheduler->leaf_counters(0).depth_bytes, 10000u);
+    // Room for two: not enough for a 3000-byte arrival over 1000-byte packets.
+    Packet big2 = make_packet(0, 3000, 3, 51);
+    ASSERT_EQ(scheduler->enqueue_burst(&big2, 1, 0, drops.data(), 2), 1u);
+    EXPECT_EQ(drops[0].reason, DropReason::queue_full_bytes);
+    EXPECT_EQ(id_of(drops[0].packet), 51u);
+}
+
+// Two flows offered the same bytes one packet at a time (as replay admits them), one in bursts
+// of 9000-byte frames (a job's iteration) and one steady in 1500-byte frames, into a leaf full
+// by bytes: with room for the frames a jumbo arrival pushes out, they share the link evenly.
+// With room for one drop only, a jumbo arrival cannot push out the small flow's 1500-byte heads
+// and is dropped itself: the jumbo flow got 5% of the link.
+TEST(FqOverflow, AJumboFlowKeepsItsShareAgainstSmallFrames) {
+    auto scheduler = build_or_fail(one_fq_leaf(1u << 16, 200'000, 64));
+    ASSERT_NE(scheduler, nullptr);
+    std::array<uint64_t, 2> delivered{};
+    std::vector<DroppedPacket> drops(1 + 16);
+    std::vector<Packet> out(64);
+    uint64_t id = 0;
+    for (uint32_t step = 0; step < 4000; ++step) {
+        // 9000 bytes of each flow per step on average, the jumbo flow's in bursts of 20
+        // frames; 9000 dequeued.
+        for (uint32_t k = 0; step % 20 == 0 && k < 20; ++k) {
+            Packet jumbo = make_packet(0, 9000, 0, id++ * 2);
+            scheduler->enqueue_burst(&jumbo, 1, step, drops.data(), 17);
+        }
+        for (uint32_t k = 0; k < 6; ++k) {
+            Packet small = make_packet(0, 1500, 1, id++ * 2 + 1);
+            scheduler->enqueue_burst(&small, 1, step, drops.data(), 17);
+        }
+        const DequeueResult r =
+            scheduler->dequeue_burst(out.data(), 64, 9000, step, drops.data(), 64);
+        if (step >= 1000)
+            for (uint32_t k = 0; k < r.packets; ++k)
+                delivered[id_of(out[k]) % 2] += out[k].length_bytes;
+    }
+    const double share =
+        static_cast<double>(delivered[0]) / static_cast<double>(delivered[0] + delivered[1]);
+    EXPECT_NEAR(share, 0.5, 0.03);
+}
+
 // Unresponsive flows overloading an fq leaf: each flow at or above its fair share gets the fair
 // share (within 5%: the fattest flow is remembered, not searched for) and a flow below it loses
 // nothing, whatever the others send. With a shared tail drop the flows that fill the limit take
