@@ -286,10 +286,10 @@ class Scheduler {
         LiveQueueCounters counters;
         // fq_by_job: counted flows (Flow::counted) per job are job_flows_[job_flows_at + job];
         // the jobs with any, and the counted flows in all.
-        // The most counted flows of any one job, and how many jobs have that many (unless
-        // widest_stale): the flows' DRR quanta follow it (job_quantum).
         uint32_t jobs = 0;
         uint32_t counted_flows = 0;
+        // The most counted flows of any one job, and how many jobs have that many (unless
+        // widest_stale): the flows' DRR quanta follow it (job_quantum).
         uint32_t widest_job_flows = 0;
         uint32_t widest_jobs = 0;
         uint32_t job_flows_at = 0;
