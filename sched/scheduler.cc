@@ -235,7 +235,6 @@ void Scheduler::reset_queues() {
             leaf.widest_job_flows = 0;
             leaf.widest_jobs = 0;
             leaf.shares_stale = false;
-            leaf.widest_stale = false;
             set_shares(leaf.node, 0);
         }
         leaf.packets = 0;
@@ -303,10 +302,8 @@ inline void Scheduler::join_job(Leaf& leaf, Flow& flow, uint8_t job) {
     if (own > leaf.widest_job_flows) {
         leaf.widest_job_flows = own;
         leaf.widest_jobs = 1;
-        leaf.widest_stale = false;
     } else if (own == leaf.widest_job_flows) {
         ++leaf.widest_jobs;
-        leaf.widest_stale = false;
     }
 }
 
@@ -315,8 +312,8 @@ inline void Scheduler::join_job(Leaf& leaf, Flow& flow, uint8_t job) {
 inline void Scheduler::leave_job(Leaf& leaf, Flow& flow) {
     if (!flow.counted) return;
     const uint32_t own = uncount_flow(leaf, flow);
-    if (!leaf.widest_stale && own == leaf.widest_job_flows && --leaf.widest_jobs == 0)
-        leaf.widest_stale = true;
+    // With widest_jobs 0 every job is below widest_job_flows, so this one was not at it.
+    if (own == leaf.widest_job_flows) --leaf.widest_jobs;
 }
 
 // fq_by_job: `flow` no longer counts in its job's flows; the job's count before.
@@ -335,7 +332,6 @@ inline uint32_t Scheduler::uncount_flow(Leaf& leaf, Flow& flow) {
 // kJobTags counts, when a quantum is due in a leaf of several jobs (a leaf of one job, the
 // common case, never needs it).
 [[gnu::noinline]] void Scheduler::refresh_widest_job(Leaf& leaf) {
-    leaf.widest_stale = false;
     const auto counts = job_flows_.begin() + leaf.job_flows_at;
     leaf.widest_job_flows = *std::max_element(counts, counts + kJobTags);
     leaf.widest_jobs =
@@ -355,7 +351,6 @@ inline uint32_t Scheduler::uncount_flow(Leaf& leaf, Flow& flow) {
     }
     leaf.widest_job_flows = 0;
     leaf.widest_jobs = 0;
-    leaf.widest_stale = false;
 }
 
 // fq_by_job: a flow's DRR quantum, one max packet scaled by the widest job's flows over its
@@ -365,7 +360,7 @@ inline uint32_t Scheduler::uncount_flow(Leaf& leaf, Flow& flow) {
 // frames, not of whole queues.
 [[gnu::noinline]] uint32_t Scheduler::job_quantum(Leaf& leaf, const Flow& flow) {
     if (leaf.jobs <= 1) return max_packet_bytes_;
-    if (leaf.widest_stale) refresh_widest_job(leaf);
+    if (leaf.widest_jobs == 0) refresh_widest_job(leaf);
     const uint32_t own = std::max<uint32_t>(job_flows_[leaf.job_flows_at + flow.job], 1);
     const uint64_t bytes = uint64_t{max_packet_bytes_} * std::max(leaf.widest_job_flows, own) / own;
     return static_cast<uint32_t>(std::min<uint64_t>(bytes, INT32_MAX / 2));

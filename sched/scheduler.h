@@ -280,7 +280,6 @@ class Scheduler {
         // (the node's quantum follows at the run's end, as after single dequeues).
         bool by_job = false;
         bool shares_stale = false;
-        bool widest_stale = false;  // the widest job lost a flow: recount before the next quantum
         CodelParams codel;
         RedParams red;
         LiveQueueCounters counters;
@@ -288,8 +287,8 @@ class Scheduler {
         // the jobs with any, and the counted flows in all.
         uint32_t jobs = 0;
         uint32_t counted_flows = 0;
-        // The most counted flows of any one job, and how many jobs have that many (unless
-        // widest_stale): the flows' DRR quanta follow it (job_quantum).
+        // The most counted flows of any one job, and how many jobs have that many (0 once the
+        // last of them lost a flow, until job_quantum recounts): the flows' DRR quanta follow it.
         uint32_t widest_job_flows = 0;
         uint32_t widest_jobs = 0;
         uint32_t job_flows_at = 0;
