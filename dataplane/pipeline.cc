@@ -557,8 +557,19 @@ uint32_t transmit_pass(EgressTask& e, LcoreCounters& c, const PipelineShared& sh
     for (;;) {
         const uint16_t burst = transmit(e, c, shared, now_ns);
         sent += burst;
-        if (burst < kBurst || sent >= target || e.held_count != 0) return sent;
+        if (burst < kBurst || sent >= target || e.held_count != 0) break;
     }
+    // The time since the last pass is link-bound time when that pass ended link-bound (added
+    // each pass, so readers see it while a port stays bound for hours). Link-bound: the
+    // pacer's allowance is spent (a dequeue that runs out of it overshoots by part of a frame,
+    // so it reads 0) with packets left in the tree; not when the NIC refused (tx_refused), the
+    // tree emptied or only shapers hold it back. transmit called allowance_bytes at this
+    // `now_ns` already (no held packet is left), so this call changes nothing in the pacer.
+    if (e.link_bound) c.ports[e.policy_port].tx_link_bound_ns.add(now_ns - e.link_bound_since_ns);
+    e.link_bound = e.held_count == 0 && e.scheduler->queued_packets() != 0 &&
+                   e.pacer.allowance_bytes(now_ns) == 0;
+    e.link_bound_since_ns = now_ns;
+    return sent;
 }
 
 // ---- The loop's own time ------------------------------------------------------------------
@@ -623,8 +634,16 @@ void shut_down(LcoreContext& ctx, PipelineShared& shared) {
         if (task.paced) task.paced->free_staged();  // still on the modelled wire: never arrived
     LcoreCounters& c = *ctx.counters;
     const bool drain = shared.stop_mode == StopMode::drain;
+    const uint64_t stop_tsc = rte_rdtsc();
     const uint64_t deadline_tsc =
-        rte_rdtsc() + (drain ? shared.clock.tsc_for_ns(shared.drain_timeout_ns) : 0);
+        stop_tsc + (drain ? shared.clock.tsc_for_ns(shared.drain_timeout_ns) : 0);
+    // Link-bound time runs until the loop stopped; the drain is not counted.
+    for (EgressTask* e : ctx.egress) {
+        if (e->link_bound)
+            c.ports[e->policy_port].tx_link_bound_ns.add(shared.clock.ns(stop_tsc) -
+                                                         e->link_bound_since_ns);
+        e->link_bound = false;
+    }
     for (;;) {
         const bool rx_done = shared.rx_lcores_running.load(std::memory_order_acquire) == 0;
         const uint64_t tsc = rte_rdtsc();

@@ -110,6 +110,10 @@ struct EgressTask {
     // Packets admitted into the tree in the current loop pass: that pass's TX sends at least as
     // many (pipeline.cc, transmit_pass).
     uint32_t admitted_in_pass = 0;
+    // Whether the last pass ended with the port's rate holding back packets the tree had
+    // queued, and when it ended (transmit_pass; PortCounters::tx_link_bound_ns).
+    bool link_bound = false;
+    uint64_t link_bound_since_ns = 0;
     // Admission in arrival order after a class change (lane_admission.h): room for every lane
     // ring's capacity plus a burst, reserved before launch.
     ArrivalOrderScratch<rte_mbuf*> arrival_scratch;

@@ -139,6 +139,7 @@ CounterSnapshot snapshot_totals(const std::vector<const LcoreCounters*>& lcores,
             s.ports[p].tx_packets += c->ports[p].tx_packets.read();
             s.ports[p].tx_bytes += c->ports[p].tx_bytes.read();
             s.ports[p].tx_refused += c->ports[p].tx_refused.read();
+            s.ports[p].tx_link_bound_ns += c->ports[p].tx_link_bound_ns.read();
         }
         for (uint32_t d = 0; d < kDropCauseCount; ++d)
             s.drops[d] += c->drops[d].read();

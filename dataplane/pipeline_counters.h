@@ -64,6 +64,9 @@ struct PortCounters {
     RelaxedCounter rx_packets, rx_bytes;
     RelaxedCounter tx_packets, tx_bytes;
     RelaxedCounter tx_refused;  // packets the NIC refused at least once (held, re-offered)
+    // Time the port's rate held back packets queued in its tree: each loop pass ended with the
+    // pacer's allowance spent and packets left (the link, not the lcore, set the pace).
+    RelaxedCounter tx_link_bound_ns;
 };
 
 struct LaneCounters {  // per class
@@ -135,6 +138,7 @@ LoopSnapshot loop_snapshot(const LcoreCounters& lcore);
 struct CounterSnapshot {
     struct Port {
         uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, tx_refused = 0;
+        uint64_t tx_link_bound_ns = 0;
     };
     struct Lane {
         uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, dropped = 0;

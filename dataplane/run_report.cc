@@ -87,6 +87,7 @@ nlohmann::json to_json(const RunReport& r) {
                          {"tx_packets", s.tx_packets},
                          {"tx_bytes", s.tx_bytes},
                          {"tx_refused", s.tx_refused},
+                         {"tx_link_bound_ns", s.tx_link_bound_ns},
                          {"nic", nic}});
     }
     nlohmann::json classes = nlohmann::json::array();
@@ -168,8 +169,8 @@ void print_report(const RunReport& r, bool json) {
         std::printf("  %-28s %14llu packets (%s)\n", "malformed, by reason",
                     static_cast<unsigned long long>(malformed), reasons.c_str());
     }
-    std::printf("\n  %-12s %-28s %12s %12s %10s %12s\n", "port", "device", "rx", "tx", "refused",
-                "NIC lost rx");
+    std::printf("\n  %-12s %-28s %12s %12s %10s %12s %11s\n", "port", "device", "rx", "tx",
+                "refused", "NIC lost rx", "link-bound");
     for (size_t p = 0; p < c.ports.size(); ++p) {
         // Lost before twinlane saw them (missed + errors + no mbuf), as the PMD counts them.
         std::string lost = "n/a";
@@ -177,11 +178,15 @@ void print_report(const RunReport& r, bool json) {
             const NicCounters& n = r.port_nic[p];
             lost = std::to_string(n.rx_missed + n.rx_errors + n.rx_nombuf);
         }
-        std::printf("  %-12s %-28.28s %12llu %12llu %10llu %12s\n", r.port_names[p].c_str(),
-                    r.port_devices[p].c_str(),
-                    static_cast<unsigned long long>(c.ports[p].rx_packets),
-                    static_cast<unsigned long long>(c.ports[p].tx_packets),
-                    static_cast<unsigned long long>(c.ports[p].tx_refused), lost.c_str());
+        // Share of the run the port's rate held back queued packets.
+        const double bound_pct =
+            r.elapsed_s > 0 ? static_cast<double>(c.ports[p].tx_link_bound_ns) / 1e7 / r.elapsed_s
+                            : 0.0;
+        std::printf(
+            "  %-12s %-28.28s %12llu %12llu %10llu %12s %10.1f%%\n", r.port_names[p].c_str(),
+            r.port_devices[p].c_str(), static_cast<unsigned long long>(c.ports[p].rx_packets),
+            static_cast<unsigned long long>(c.ports[p].tx_packets),
+            static_cast<unsigned long long>(c.ports[p].tx_refused), lost.c_str(), bound_pct);
     }
     // Latency: RX burst -> accepted by tx_burst.
     std::printf("\n  %-12s %12s %12s %10s %10s %10s %10s %10s %10s\n", "class", "rx", "tx",

@@ -345,14 +345,17 @@ for path in sys.argv[5:]:
         rx = {k["name"]: k["rx_packets"] / c["rx_packets"] for k in c["classes"]}
         for name, share in (("inference", .25), ("training", .25), ("other", .5)):
             assert abs(rx[name] - share) < .02, f"class shares {rx}"
-    # Below its ports' 100G nothing waits for the link, so nothing fills a leaf: the scheduler
-    # lcore sends each pass at least what it admitted, and what the lcores cannot carry is
-    # refused at the lane rings (counted as lane_ring_full) rather than dropped in the tree.
-    wire_gbps = [(p["tx_bytes"] + 20 * p["tx_packets"]) * 8 / c["elapsed_s"] / 1e9
+    # A leaf fills only while its port's link (or NIC) holds packets back: the scheduler lcore
+    # sends each pass at least what it admitted, and what the lcores cannot carry is refused
+    # at the lane rings (counted as lane_ring_full) rather than dropped in the tree. At 1500 B
+    # a fast machine reaches the ports' 100G, some of the time: tx_link_bound_ns says when.
+    in_tree = {k: v for k, v in c["dropped"].items() if k.startswith("sched_") and v}
+    held_back = [p["name"] for p in c["ports"] if p["tx_link_bound_ns"] > 0 or p["tx_refused"] > 0]
+    wire_gbps = [round((p["tx_bytes"] + 20 * p["tx_packets"]) * 8 / c["elapsed_s"] / 1e9, 1)
                  for p in c["ports"]]
-    if max(wire_gbps) < 90:
-        in_tree = {k: v for k, v in c["dropped"].items() if k.startswith("sched_") and v}
-        assert not in_tree, f"dropped in the scheduler at {wire_gbps} Gbit/s: {in_tree}"
+    assert not in_tree or held_back, (
+        f"dropped in the scheduler at {wire_gbps} Gbit/s with no port held back by its link "
+        f"or NIC: {in_tree}")
     tl.append(c["tx_packets"] / c["elapsed_s"] / 1e6)
     for k in cyc:
         cyc[k].append(c["cycles_per_packet"][k])
