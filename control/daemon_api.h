@@ -27,7 +27,9 @@
 //               "classifier": (daemon only) control/stats_json.h's
 //                             classifier_counters_to_json}
 //   stats(ports):   [{"name", "port_id", "rx_packets", "rx_bytes", "tx_packets", "tx_bytes",
-//                     "rx_dropped", "tx_dropped", "rx_bits_per_sec", "tx_bits_per_sec"}]
+//                     "rx_dropped", "tx_dropped", "rx_bits_per_sec", "tx_bits_per_sec",
+//                     "tx_link_bound_ns" (time the port's rate held back queued packets),
+//                     "pfc" (daemon only)}]
 //   stats(classes): [{"name", "class_id", "classified_packets", "classified_bytes",
 //                     "malformed_drops", "queue": QUEUE_COUNTERS, "latency": {"packets",
 //                     "mean_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"}]   (queue: summed

@@ -388,6 +388,9 @@ void add_port_stats(Exposition& out, const json& port) {
         out.gauge(name + "_bits_per_second", "Rate the daemon sampled over its last interval.",
                   labels, field(port, (k + "_bits_per_sec").c_str()));
     }
+    out.counter("twinlane_port_link_bound_seconds_total",
+                "Time the port's rate held back packets queued in its tree (link-bound).", labels,
+                json(static_cast<double>(u64_of(field(port, "tx_link_bound_ns"))) / 1e9));
     // Priority flow control: the daemon lists a priority once it has paused, been paused,
     // stormed or held lossless bytes, so its series start then (PFC off: none).
     const json& pfc = field(port, "pfc");

@@ -289,7 +289,8 @@ ApiResult PolicyStore::stats(StatsScope scope) {
                                  {"rx_dropped", 0},
                                  {"tx_dropped", 0},
                                  {"rx_bits_per_sec", 0},
-                                 {"tx_bits_per_sec", 0}});
+                                 {"tx_bits_per_sec", 0},
+                                 {"tx_link_bound_ns", 0}});
             }
             return ApiResult::success(std::move(ports));
         }

@@ -56,6 +56,12 @@ std::string rate_text(double bits_per_sec) {
     return text;
 }
 
+std::string seconds_text(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f s", seconds);
+    return text;
+}
+
 // An SLO's cap, with the floor its controller keeps under it when there is one.
 std::string cap_text(const json& cap, const json& floor) {
     if (!cap.is_number()) return "-";
@@ -171,11 +177,13 @@ void print_ports(std::ostream& out, const json& ports) {
              std::to_string(u64(port, "tx_bytes")), std::to_string(u64(port, "rx_dropped")),
              std::to_string(u64(port, "tx_dropped")),
              rate_text(static_cast<double>(u64(port, "rx_bits_per_sec"))),
-             rate_text(static_cast<double>(u64(port, "tx_bits_per_sec")))});
+             rate_text(static_cast<double>(u64(port, "tx_bits_per_sec"))),
+             seconds_text(static_cast<double>(u64(port, "tx_link_bound_ns")) / 1e9)});
     }
+    // LINK-BOUND: how long the port's rate held back packets queued in its tree.
     print_table(out,
                 {"PORT", "RX PKTS", "RX BYTES", "TX PKTS", "TX BYTES", "RX DROP", "TX DROP",
-                 "RX RATE", "TX RATE"},
+                 "RX RATE", "TX RATE", "LINK-BOUND"},
                 rows);
     // Priority flow control, where a port runs it: pauses sent (and how long the peer was held),
     // pauses received (and how long this port's priority was held), storms, lossless bytes in.

@@ -445,6 +445,7 @@ ApiResult DaemonControl::stats(control::StatsScope scope) {
                          {"tx_bytes", c.tx_bytes},
                          {"rx_dropped", known ? eth.imissed + eth.ierrors + eth.rx_nombuf : 0},
                          {"tx_dropped", sched_drops + (known ? eth.oerrors : 0)},
+                         {"tx_link_bound_ns", c.tx_link_bound_ns},
                          {"rx_bits_per_sec", rates[i].rx_bits_per_sec},
                          {"tx_bits_per_sec", rates[i].tx_bits_per_sec},
                          {"pfc", pfc_json(policy.ports[i], snap.pfc[i])}});

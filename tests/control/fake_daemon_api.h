@@ -29,16 +29,18 @@ class FakeDaemonApi : public DaemonApi {
         record("stats");
         switch (scope) {
             case StatsScope::ports:
-                return ApiResult::success(nlohmann::json::array({{{"name", "west"},
-                                                                  {"port_id", 0},
-                                                                  {"rx_packets", 10},
-                                                                  {"rx_bytes", 1000},
-                                                                  {"tx_packets", 9},
-                                                                  {"tx_bytes", 900},
-                                                                  {"rx_dropped", 1},
-                                                                  {"tx_dropped", 0},
-                                                                  {"rx_bits_per_sec", 8000},
-                                                                  {"tx_bits_per_sec", 7200}}}));
+                return ApiResult::success(
+                    nlohmann::json::array({{{"name", "west"},
+                                            {"port_id", 0},
+                                            {"rx_packets", 10},
+                                            {"rx_bytes", 1000},
+                                            {"tx_packets", 9},
+                                            {"tx_bytes", 900},
+                                            {"rx_dropped", 1},
+                                            {"tx_dropped", 0},
+                                            {"rx_bits_per_sec", 8000},
+                                            {"tx_bits_per_sec", 7200},
+                                            {"tx_link_bound_ns", 250000000}}}));
             case StatsScope::classes: {
                 nlohmann::json classes = nlohmann::json::array();
                 for (const char* name : {"inference", "training"}) {

@@ -91,6 +91,9 @@ TEST(MetricsText, CountersCarryTheApiNumbers) {
     EXPECT_NE(text.find("twinlane_port_receive_drops_total{port=\"west\"} 1\n"), std::string::npos);
     EXPECT_NE(text.find("twinlane_port_transmit_bits_per_second{port=\"west\"} 7200\n"),
               std::string::npos);
+    EXPECT_NE(text.find("twinlane_port_link_bound_seconds_total{port=\"west\"} 0.25\n"),
+              std::string::npos)
+        << text;
     EXPECT_NE(
         text.find(
             "twinlane_class_drops_total{class=\"inference\",reason=\"queue_full_packets\"} 15\n"),

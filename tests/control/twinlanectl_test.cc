@@ -355,6 +355,24 @@ TEST(TwinlanectlSloTable, TheCapShowsTheFloorItsControllerKeepsUnderIt) {
     }
 }
 
+TEST(TwinlanectlPortsTable, ShowsHowLongEachPortWasLinkBound) {
+    TempDir dir;
+    const std::string socket = dir.path() + "/fake.sock";
+    const std::string reply =
+        R"({"version":1,"id":1,"ok":true,"result":[{"name":"east","port_id":1,"rx_packets":5,)"
+        R"("rx_bytes":500,"tx_packets":4,"tx_bytes":400,"rx_dropped":0,"tx_dropped":1,)"
+        R"("rx_bits_per_sec":0,"tx_bits_per_sec":0,"tx_link_bound_ns":12345600000}]})"
+        "\n";
+    OneReplyServer server(socket, reply);
+    const std::vector<const char*> argv{"twinlanectl", "-s",    socket.c_str(), "--timeout",
+                                        "2s",          "stats", "ports"};
+    std::ostringstream out, err;
+    EXPECT_EQ(run_twinlanectl(static_cast<int>(argv.size()), argv.data(), out, err), kExitOk)
+        << err.str();
+    EXPECT_NE(out.str().find("LINK-BOUND"), std::string::npos) << out.str();
+    EXPECT_NE(out.str().find("12.346 s"), std::string::npos) << out.str();
+}
+
 TEST(TwinlanectlBinary, ExitCodeThreeFromTheInstalledProgram) {
     TempDir dir;
     const std::string command =
