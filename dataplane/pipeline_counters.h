@@ -64,8 +64,8 @@ struct PortCounters {
     RelaxedCounter rx_packets, rx_bytes;
     RelaxedCounter tx_packets, tx_bytes;
     RelaxedCounter tx_refused;  // packets the NIC refused at least once (held, re-offered)
-    // Time the port's rate held back packets queued in its tree: each loop pass ended with the
-    // pacer's allowance spent and packets left (the link, not the lcore, set the pace).
+    // Time the port's rate held back packets queued in its tree: from each loop pass that ended
+    // with the pacer's allowance spent and packets left to the next (the link set the pace).
     RelaxedCounter tx_link_bound_ns;
 };
 
