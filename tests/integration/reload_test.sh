@@ -89,7 +89,8 @@ while :; do
     ports=$("$twinlanectl" -s twinlane.sock -j stats ports) || fail "stats ports failed"
     tx=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])[1]["tx_packets"])' "$ports")
     [ "$tx" -ge "$total" ] && break
-    [ "$SECONDS" -lt "$deadline" ] || fail "30 s after the stream ended, $tx of $total frames out: $ports"
+    [ "$SECONDS" -lt "$deadline" ] ||
+        fail "30 s after the stream ended, $tx of $total frames out: $ports; queues: $("$twinlanectl" -s twinlane.sock stats queues); log: $(tail -8 daemon.log)"
     sleep 0.1
 done
 kill -TERM "$daemon"
