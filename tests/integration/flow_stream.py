@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Paced, sequence-numbered multi-flow traffic for the live-daemon tests (stdlib only).
 
-  flow_stream.py write OUT [--rate PPS_TICKS] [--seconds S] [--stop-file F] [--summary J]
+  flow_stream.py write OUT [--tick-ms T] [--seconds S] [--stop-file F] [--summary J]
       Writes a pcap stream to OUT (normally a FIFO that net_pcap reads as rx_pcap) in ticks of
-      10 ms, paced in real time, until S seconds passed or F exists. Every tick: 2 inference
+      T ms (default 10), paced in real time, until S seconds passed or F exists. Every tick: 2 inference
       flows (TCP to 50051) x 5 frames of 200 B, 4 training flows (RoCEv2, UDP 4791, job
       subnets 198.18.16-19.0/24) x 20 frames of 1000 B, 2 other flows (UDP 9999) x 5 frames
       of 300 B; and every 10th tick one frame of the sparse `probe` flow (UDP to 7777), which
-      the tests move between classes with rules. ~10k frames/s, ~68 Mbit/s, in bursts.
+      the tests move between classes with rules. ~10k frames/s, ~68 Mbit/s, in bursts (10 ms
+      ticks; 20 ms: half that).
       Each frame carries (flow id, sequence number) right after its L4 header.
       At the end, writes {flow id: frames sent} and the total to J.
   flow_stream.py check OUT.pcap SUMMARY.json
@@ -23,7 +24,6 @@ import time
 from frames import ethernet, ipv4
 
 MAGIC = 0x7A5EC0DE
-TICK_S = 0.010
 
 
 class Flow:
@@ -91,7 +91,7 @@ def write(args):
                         chunks.append(frame)
             f.write(b"".join(chunks))
             tick += 1
-            delay = start + tick * TICK_S - time.monotonic()
+            delay = start + tick * args.tick_ms / 1000 - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
     summary = {"flows": {str(fl.flow_id): fl.sent for fl in stream},
@@ -148,6 +148,7 @@ def main():
     w = sub.add_parser("write")
     w.add_argument("out")
     w.add_argument("--seconds", type=float, default=60)
+    w.add_argument("--tick-ms", type=float, default=10)
     w.add_argument("--stop-file")
     w.add_argument("--summary", required=True)
     c = sub.add_parser("check")

@@ -32,11 +32,12 @@ daemon_cleanup() {
     rm -rf "$WORK"
 }
 
-# start_stream SECONDS: the writer, in the background, until SECONDS pass or `stop` exists.
+# start_stream SECONDS [WRITE_ARGS...]: the writer, in the background, until SECONDS pass or
+# `stop` exists.
 start_stream() {
     trap daemon_cleanup EXIT
     mkfifo in.fifo
-    python3 "$INTEGRATION_DIR/flow_stream.py" write in.fifo --seconds "$1" \
+    python3 "$INTEGRATION_DIR/flow_stream.py" write in.fifo --seconds "$1" "${@:2}" \
         --stop-file stop --summary summary.json &
     stream_writer=$!
 }

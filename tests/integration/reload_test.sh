@@ -35,7 +35,11 @@ wait_epoch() {  # wait_epoch N WHAT
 }
 
 EAL=("${EAL_BASE[@]}" --lcores '0@(0-1),1@(0-1)')
-start_stream 60
+# Half hitless_update's rate (~34 Mbit/s into the 100M port): reloads need traffic flowing, not
+# a port near its rate. At ~68 Mbit/s one run of the sanitizer suite (two tests at once on 2
+# CPUs) dropped 86 frames in the tree with the out port link-bound 11.2 s: a preempted lcore's
+# pacer releases at most 2 ms of link time a pass (dataplane/README.md, the run report).
+start_stream 60 --tick-ms 20
 start_daemon "$twinlane" --json --idle-exit never --lane-ring-slots 32768 --drain-timeout 10000 \
     --watch-policy -c "$WORK/config/policy.yaml" -- "${EAL[@]}"
 wait_epoch 1 "start"
