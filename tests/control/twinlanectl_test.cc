@@ -329,6 +329,20 @@ TEST(TwinlanectlBadReply, JsonOfTheWrongShapeIsABadReplyNotACrash) {
     }
 }
 
+// `twinlanectl stats SCOPE` against a fake daemon that answers `reply`: its table (exit 0
+// expected).
+std::string stats_table(const std::string& reply, const char* scope) {
+    TempDir dir;
+    const std::string socket = dir.path() + "/fake.sock";
+    OneReplyServer server(socket, reply);
+    const std::vector<const char*> argv{"twinlanectl", "-s",    socket.c_str(), "--timeout",
+                                        "2s",          "stats", scope};
+    std::ostringstream out, err;
+    EXPECT_EQ(run_twinlanectl(static_cast<int>(argv.size()), argv.data(), out, err), kExitOk)
+        << err.str();
+    return out.str();
+}
+
 TEST(TwinlanectlSloTable, TheCapShowsTheFloorItsControllerKeepsUnderIt) {
     const std::string slo = R"("objective":{"percentile":"p99","target_ns":50000,)"
                             R"("window_ns":1000000,"actions":["adapt_cap"]},)"
@@ -336,41 +350,27 @@ TEST(TwinlanectlSloTable, TheCapShowsTheFloorItsControllerKeepsUnderIt) {
                             R"("downgraded_flows":0,"downgrades":0,"downgraded_bytes":0)";
     for (const auto& [floor, shown] : std::vector<std::pair<std::string, std::string>>{
              {"2000000000", "2.50 Gbps (floor 2.00 Gbps)"}, {"0", "2.50 Gbps "}}) {
-        TempDir dir;
-        const std::string socket = dir.path() + "/fake.sock";
         const std::string reply =
             R"({"version":1,"id":1,"ok":true,"result":[{"name":"inference","class_id":0,)"
             R"("slo":[{"port":"out",)" +
             slo + R"(,"cap_bits_per_sec":2500000000,"cap_floor_bits_per_sec":)" + floor + "}]}]}\n";
-        OneReplyServer server(socket, reply);
-        const std::vector<const char*> argv{"twinlanectl", "-s",    socket.c_str(), "--timeout",
-                                            "2s",          "stats", "classes"};
-        std::ostringstream out, err;
-        EXPECT_EQ(run_twinlanectl(static_cast<int>(argv.size()), argv.data(), out, err), kExitOk)
-            << err.str();
-        EXPECT_NE(out.str().find(shown), std::string::npos) << out.str();
+        const std::string out = stats_table(reply, "classes");
+        EXPECT_NE(out.find(shown), std::string::npos) << out;
         if (floor == "0") {
-            EXPECT_EQ(out.str().find("floor"), std::string::npos) << out.str();
+            EXPECT_EQ(out.find("floor"), std::string::npos) << out;
         }
     }
 }
 
 TEST(TwinlanectlPortsTable, ShowsHowLongEachPortWasLinkBound) {
-    TempDir dir;
-    const std::string socket = dir.path() + "/fake.sock";
-    const std::string reply =
+    const std::string out = stats_table(
         R"({"version":1,"id":1,"ok":true,"result":[{"name":"east","port_id":1,"rx_packets":5,)"
         R"("rx_bytes":500,"tx_packets":4,"tx_bytes":400,"rx_dropped":0,"tx_dropped":1,)"
         R"("rx_bits_per_sec":0,"tx_bits_per_sec":0,"tx_link_bound_ns":12345600000}]})"
-        "\n";
-    OneReplyServer server(socket, reply);
-    const std::vector<const char*> argv{"twinlanectl", "-s",    socket.c_str(), "--timeout",
-                                        "2s",          "stats", "ports"};
-    std::ostringstream out, err;
-    EXPECT_EQ(run_twinlanectl(static_cast<int>(argv.size()), argv.data(), out, err), kExitOk)
-        << err.str();
-    EXPECT_NE(out.str().find("LINK-BOUND"), std::string::npos) << out.str();
-    EXPECT_NE(out.str().find("12.346 s"), std::string::npos) << out.str();
+        "\n",
+        "ports");
+    EXPECT_NE(out.find("LINK-BOUND"), std::string::npos) << out;
+    EXPECT_NE(out.find("12.346 s"), std::string::npos) << out;
 }
 
 TEST(TwinlanectlBinary, ExitCodeThreeFromTheInstalledProgram) {
