@@ -543,6 +543,13 @@ uint16_t transmit(EgressTask& e, LcoreCounters& c, const PipelineShared& shared,
     return offer(e, out, info, static_cast<uint16_t>(n), c, shared, now_ns);
 }
 
+// Adds the time since the last TX pass to the port's link-bound time if that pass ended
+// link-bound (each pass, so readers see it grow while a port stays bound for hours).
+void close_link_bound_interval(EgressTask& e, LcoreCounters& c, uint64_t now_ns) {
+    if (e.link_bound) c.ports[e.policy_port].tx_link_bound_ns.add(now_ns - e.link_bound_since_ns);
+    e.link_bound = false;
+}
+
 // One loop pass's TX for a port: bursts until as many packets have left as the pass admitted
 // (at least one burst), or the pacer's allowance, the tree or the NIC's ring runs out. A pass
 // admits up to a burst per lane ring: sending only one burst back would, under overload, fill
@@ -559,13 +566,12 @@ uint32_t transmit_pass(EgressTask& e, LcoreCounters& c, const PipelineShared& sh
         sent += burst;
         if (burst < kBurst || sent >= target || e.held_count != 0) break;
     }
-    // The time since the last pass is link-bound time when that pass ended link-bound (added
-    // each pass, so readers see it while a port stays bound for hours). Link-bound: the
-    // pacer's allowance is spent (a dequeue that runs out of it overshoots by part of a frame,
-    // so it reads 0) with packets left in the tree; not when the NIC refused (tx_refused), the
-    // tree emptied or only shapers hold it back. transmit called allowance_bytes at this
-    // `now_ns` already (no held packet is left), so this call changes nothing in the pacer.
-    if (e.link_bound) c.ports[e.policy_port].tx_link_bound_ns.add(now_ns - e.link_bound_since_ns);
+    // Link-bound: the pacer's allowance is spent (a dequeue that runs out of it overshoots by
+    // part of a frame, so it reads 0) with packets left in the tree; not when the NIC refused
+    // (tx_refused), the tree emptied or only shapers hold it back. transmit called
+    // allowance_bytes at this `now_ns` already (no held packet is left), so this call changes
+    // nothing in the pacer.
+    close_link_bound_interval(e, c, now_ns);
     e.link_bound = e.held_count == 0 && e.scheduler->queued_packets() != 0 &&
                    e.pacer.allowance_bytes(now_ns) == 0;
     e.link_bound_since_ns = now_ns;
@@ -638,12 +644,8 @@ void shut_down(LcoreContext& ctx, PipelineShared& shared) {
     const uint64_t deadline_tsc =
         stop_tsc + (drain ? shared.clock.tsc_for_ns(shared.drain_timeout_ns) : 0);
     // Link-bound time runs until the loop stopped; the drain is not counted.
-    for (EgressTask* e : ctx.egress) {
-        if (e->link_bound)
-            c.ports[e->policy_port].tx_link_bound_ns.add(shared.clock.ns(stop_tsc) -
-                                                         e->link_bound_since_ns);
-        e->link_bound = false;
-    }
+    for (EgressTask* e : ctx.egress)
+        close_link_bound_interval(*e, c, shared.clock.ns(stop_tsc));
     for (;;) {
         const bool rx_done = shared.rx_lcores_running.load(std::memory_order_acquire) == 0;
         const uint64_t tsc = rte_rdtsc();
