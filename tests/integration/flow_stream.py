@@ -3,12 +3,12 @@
 
   flow_stream.py write OUT [--tick-ms T] [--seconds S] [--stop-file F] [--summary J]
       Writes a pcap stream to OUT (normally a FIFO that net_pcap reads as rx_pcap) in ticks of
-      T ms (default 10), paced in real time, until S seconds passed or F exists. Every tick: 2 inference
-      flows (TCP to 50051) x 5 frames of 200 B, 4 training flows (RoCEv2, UDP 4791, job
-      subnets 198.18.16-19.0/24) x 20 frames of 1000 B, 2 other flows (UDP 9999) x 5 frames
-      of 300 B; and every 10th tick one frame of the sparse `probe` flow (UDP to 7777), which
-      the tests move between classes with rules. ~10k frames/s, ~68 Mbit/s, in bursts (10 ms
-      ticks; 20 ms: half that).
+      T ms (default 10), paced in real time, until S seconds passed or F exists. Every tick:
+      2 inference flows (TCP to 50051) x 5 frames of 200 B, 4 training flows (RoCEv2, UDP
+      4791, job subnets 198.18.16-19.0/24) x 20 frames of 1000 B, 2 other flows (UDP 9999) x 5
+      frames of 300 B; and every 10th tick one frame of the sparse `probe` flow (UDP to 7777),
+      which the tests move between classes with rules. ~10k frames/s, ~68 Mbit/s, in bursts
+      (10 ms ticks; 20 ms: half that).
       Each frame carries (flow id, sequence number) right after its L4 header.
       At the end, writes {flow id: frames sent} and the total to J.
   flow_stream.py check OUT.pcap SUMMARY.json
