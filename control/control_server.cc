@@ -1,9 +1,7 @@
 #include "control/control_server.h"
 
 #include <poll.h>
-#include <pthread.h>
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -351,46 +349,23 @@ std::optional<std::string> ControlServer::start() {
         unlink(path.c_str());
         return fail("listen " + path);
     }
-    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (wake_fd_ < 0) {
+    const auto serve = [this](int wake_fd) {
+        Connections connections(api_, options_.max_clients, options_.idle_timeout);
+        connections.run(listen_fd_, wake_fd);
+    };
+    if (auto error = thread_.start("control", "tl-control", serve)) {
         unlink(path.c_str());
-        return fail("eventfd");
-    }
-    try {
-        thread_ = std::thread([this] { serve(); });
-    } catch (const std::exception& e) {
-        unlink(path.c_str());
-        close(wake_fd_);
-        wake_fd_ = -1;
         close(listen_fd_);
         listen_fd_ = -1;
-        return std::string("cannot start the control thread: ") + e.what();
+        return "cannot start the control thread: " + *error;
     }
     spdlog::info("control: listening on {} (mode {:04o})", path, options_.socket_mode);
     return std::nullopt;
 }
 
-void ControlServer::serve() {
-    pthread_setname_np(pthread_self(), "tl-control");  // as `top -H` and /proc show it
-    try {
-        Connections connections(api_, options_.max_clients, options_.idle_timeout);
-        connections.run(listen_fd_, wake_fd_);
-    } catch (const std::exception& e) {
-        spdlog::critical("control: server thread stopped: {}", e.what());
-    } catch (...) {
-        spdlog::critical("control: server thread stopped by an unknown exception");
-    }
-}
-
 void ControlServer::stop() {
     if (!running()) return;
-    const uint64_t one = 1;
-    if (write(wake_fd_, &one, sizeof one) != sizeof one) {
-        spdlog::error("control: cannot wake the server thread: {}", errno_text(errno));
-    }
-    thread_.join();
-    close(wake_fd_);
-    wake_fd_ = -1;
+    thread_.stop();
     close(listen_fd_);
     listen_fd_ = -1;
     unlink(options_.socket_path.c_str());

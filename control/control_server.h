@@ -16,18 +16,18 @@
 // hold every slot forever). A connection beyond `max_clients` is accepted, sent one error
 // reply ("too many clients") and closed. No exception leaves the thread.
 //
-// Thread-safety: start()/stop() from one owning thread; stop() wakes the server thread through
-// an eventfd and joins it. The DaemonApi is called from the server thread only.
+// Thread-safety: start()/stop() from one owning thread; stop() wakes the server thread
+// (control/service_thread.h) and joins it. The DaemonApi is called from the server thread only.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "control/daemon_api.h"
 #include "control/protocol.h"
+#include "control/service_thread.h"
 
 namespace twinlane::control {
 
@@ -52,17 +52,14 @@ class ControlServer {
     std::optional<std::string> start();
     // Wakes and joins the thread, closes every connection, removes the socket file.
     void stop();
-    bool running() const { return thread_.joinable(); }
+    bool running() const { return thread_.running(); }
     const std::string& socket_path() const { return options_.socket_path; }
 
   private:
-    void serve();
-
     DaemonApi& api_;
     ControlServerOptions options_;
     int listen_fd_ = -1;
-    int wake_fd_ = -1;
-    std::thread thread_;
+    ServiceThread thread_;
 };
 
 }  // namespace twinlane::control

@@ -3,9 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -315,7 +313,7 @@ MetricsServer::~MetricsServer() {
 }
 
 std::optional<std::string> MetricsServer::start() {
-    if (thread_.joinable()) return "already running";
+    if (thread_.running()) return "already running";
     if (options_.max_connections == 0) return "max_connections must be > 0";
     sockaddr_storage address{};
     socklen_t address_size = 0;
@@ -355,42 +353,22 @@ std::optional<std::string> MetricsServer::start() {
     bound_port_ = ntohs(bound.ss_family == AF_INET
                             ? reinterpret_cast<const sockaddr_in*>(&bound)->sin_port
                             : reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port);
-    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (wake_fd_ < 0) return fail("eventfd");
-    try {
-        thread_ = std::thread([this] { serve(); });
-    } catch (const std::exception& e) {
-        close(wake_fd_);
-        wake_fd_ = -1;
+    const auto serve = [this](int wake_fd) {
+        Connections connections(api_, options_);
+        connections.run(listen_fd_, wake_fd);
+    };
+    if (auto error = thread_.start("metrics", "tl-metrics", serve)) {
         close(listen_fd_);
         listen_fd_ = -1;
-        return std::string("cannot start the metrics thread: ") + e.what();
+        return "cannot start the metrics thread: " + *error;
     }
     spdlog::info("metrics: serving http://{}:{}/metrics", listen_address_, bound_port_);
     return std::nullopt;
 }
 
-void MetricsServer::serve() {
-    pthread_setname_np(pthread_self(), "tl-metrics");  // as `top -H` and /proc show it
-    try {
-        Connections connections(api_, options_);
-        connections.run(listen_fd_, wake_fd_);
-    } catch (const std::exception& e) {
-        spdlog::critical("metrics: server stopped: {}", e.what());
-    } catch (...) {
-        spdlog::critical("metrics: server stopped by an unknown exception");
-    }
-}
-
 void MetricsServer::stop() {
-    if (!thread_.joinable()) return;
-    const uint64_t one = 1;
-    if (write(wake_fd_, &one, sizeof one) != sizeof one) {
-        spdlog::error("metrics: cannot wake the server thread: {}", errno_text(errno));
-    }
-    thread_.join();
-    close(wake_fd_);
-    wake_fd_ = -1;
+    if (!thread_.running()) return;
+    thread_.stop();
     close(listen_fd_);
     listen_fd_ = -1;
     spdlog::info("metrics: stopped");

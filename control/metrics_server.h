@@ -12,9 +12,9 @@
 // keep a scraper out). cpp-httplib's thread pool of 2 workers had neither bound: two clients
 // sending a header line every 2 s, or 200 idle connections, stopped every scrape.
 //
-// Thread-safety: start()/stop() from one owning thread; stop() wakes the server thread through
-// an eventfd and joins it. The DaemonApi is called from the server thread only. No exception
-// leaves that thread (a failing scrape is HTTP 500).
+// Thread-safety: start()/stop() from one owning thread; stop() wakes the server thread
+// (control/service_thread.h) and joins it. The DaemonApi is called from the server thread only. No
+// exception leaves that thread (a failing scrape is HTTP 500).
 #pragma once
 
 #include <chrono>
@@ -22,9 +22,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "control/daemon_api.h"
+#include "control/service_thread.h"
 
 namespace twinlane::control {
 
@@ -50,16 +50,13 @@ class MetricsServer {
     uint16_t bound_port() const { return bound_port_; }
 
   private:
-    void serve();
-
     DaemonApi& api_;
     std::string listen_address_;
     uint16_t port_;
     MetricsServerOptions options_;
     uint16_t bound_port_ = 0;
     int listen_fd_ = -1;
-    int wake_fd_ = -1;
-    std::thread thread_;
+    ServiceThread thread_;
 };
 
 }  // namespace twinlane::control

@@ -2,9 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -46,7 +44,6 @@ void install_reload_handler() {
 
 PolicyReloader::PolicyReloader(DaemonControl& control, std::string policy_path, bool watch)
     : control_(control), path_(std::move(policy_path)), watch_(watch) {
-    stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (watch_) {
         inotify_fd_ = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
         // The directory that holds the path: a ConfigMap swaps a symlink in it, an editor
@@ -64,15 +61,16 @@ PolicyReloader::PolicyReloader(DaemonControl& control, std::string policy_path, 
         }
     }
     applied_ = fingerprint();
-    thread_ = std::thread([this] { run(); });
+    if (auto error =
+            thread_.start("policy reloader", "tl-reload", [this](int wake_fd) { run(wake_fd); })) {
+        spdlog::error("policy reloader: {}; SIGHUP and --watch-policy will not reload the policy",
+                      *error);
+    }
 }
 
 PolicyReloader::~PolicyReloader() {
-    const uint64_t one = 1;
-    if (write(stop_fd_, &one, sizeof one) < 0) spdlog::warn("policy reloader: cannot wake it");
-    thread_.join();
+    thread_.stop();
     if (inotify_fd_ >= 0) close(inotify_fd_);
-    close(stop_fd_);
 }
 
 std::string PolicyReloader::fingerprint() const {
@@ -104,11 +102,10 @@ void PolicyReloader::reload(const char* why) {
         spdlog::error("  {}", detail);
 }
 
-void PolicyReloader::run() {
-    pthread_setname_np(pthread_self(), "tl-reload");  // as `top -H` and /proc show it
+void PolicyReloader::run(int wake_fd) {
     bool settling = false;
     for (;;) {
-        pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
+        pollfd fds[2] = {{wake_fd, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
         const int ready = poll(fds, inotify_fd_ >= 0 ? 2 : 1, settling ? kSettleMs : kSignalPollMs);
         if (ready < 0 && errno != EINTR) {
             spdlog::error("policy reloader: poll: {}", std::strerror(errno));

@@ -13,8 +13,8 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
-#include <thread>
 
+#include "control/service_thread.h"
 #include "dataplane/daemon_control.h"
 
 namespace twinlane::dataplane {
@@ -30,7 +30,7 @@ class PolicyReloader {
     PolicyReloader& operator=(const PolicyReloader&) = delete;
 
   private:
-    void run();
+    void run(int wake_fd);
     void reload(const char* why);
     std::string fingerprint() const;  // what the path resolves to, and its contents' hash
 
@@ -38,9 +38,8 @@ class PolicyReloader {
     const std::string path_;
     const bool watch_;
     int inotify_fd_ = -1;
-    int stop_fd_ = -1;     // eventfd: wakes the thread to stop
-    std::string applied_;  // fingerprint of the file last loaded
-    std::thread thread_;   // last: starts after the fields above exist
+    std::string applied_;            // fingerprint of the file last loaded
+    control::ServiceThread thread_;  // last: starts after the fields above exist
 };
 
 }  // namespace twinlane::dataplane
