@@ -18,17 +18,17 @@ std::optional<std::string> ServiceThread::start(std::string log_name, std::strin
     const int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd < 0) return std::string("eventfd: ") + std::strerror(errno);
     try {
-        thread_ = std::thread([log_name, thread_name = std::move(thread_name),
-                               loop = std::move(loop), wake_fd] {
-            pthread_setname_np(pthread_self(), thread_name.c_str());
-            try {
-                loop(wake_fd);
-            } catch (const std::exception& e) {
-                spdlog::critical("{}: thread stopped: {}", log_name, e.what());
-            } catch (...) {
-                spdlog::critical("{}: thread stopped by an unknown exception", log_name);
-            }
-        });
+        thread_ = std::thread(
+            [log_name, thread_name = std::move(thread_name), loop = std::move(loop), wake_fd] {
+                pthread_setname_np(pthread_self(), thread_name.c_str());
+                try {
+                    loop(wake_fd);
+                } catch (const std::exception& e) {
+                    spdlog::critical("{}: thread stopped: {}", log_name, e.what());
+                } catch (...) {
+                    spdlog::critical("{}: thread stopped by an unknown exception", log_name);
+                }
+            });
     } catch (const std::exception& e) {
         close(wake_fd);
         return std::string("std::thread: ") + e.what();
