@@ -1,11 +1,14 @@
 #include "dataplane/pipeline_setup.h"
 
+#include <rte_bus.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_mbuf_dyn.h>
+#include <rte_mbuf_pool_ops.h>
+#include <rte_mempool.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
@@ -149,10 +152,35 @@ bool size_preloaded_inputs(Pipeline& p, std::string& error) {
     return true;
 }
 
+// rte_pktmbuf_pool_create_by_ops (`ops` nullptr: DPDK's default store) with mempool `flags`,
+// which it does not take; nullptr with rte_errno set.
+rte_mempool* create_mbuf_pool(const std::string& name, unsigned count, int socket, const char* ops,
+                              unsigned flags) {
+    rte_mempool* pool =
+        rte_mempool_create_empty(name.c_str(), count, sizeof(rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE,
+                                 kPoolCacheMbufs, sizeof(rte_pktmbuf_pool_private), socket, flags);
+    if (pool == nullptr) return nullptr;
+    int rc = rte_mempool_set_ops_byname(pool, ops != nullptr ? ops : rte_mbuf_best_mempool_ops(),
+                                        nullptr);
+    if (rc == 0) {
+        rte_pktmbuf_pool_private private_data{};
+        private_data.mbuf_data_room_size = RTE_MBUF_DEFAULT_BUF_SIZE;
+        rte_pktmbuf_pool_init(pool, &private_data);
+        rc = rte_mempool_populate_default(pool);
+        if (rc >= 0) {
+            rte_mempool_obj_iter(pool, rte_pktmbuf_init, nullptr);
+            return pool;
+        }
+    }
+    rte_mempool_free(pool);
+    rte_errno = -rc;
+    return nullptr;
+}
+
 bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::string& error) {
     // By socket: the ports' `mempool`, lane rings, preloaded captures.
     std::map<int, uint64_t> mbufs, ring_share, capture_share;
-    std::map<int, bool> serves_af_xdp;
+    std::map<int, bool> serves_af_xdp, serves_dma;
     const std::vector<bool> ring_fed = ring_fed_egress(p, plan);
     // A full lane ring holds its slots' frames, each up to the largest frame's chain.
     const uint64_t ring_mbufs = uint64_t{std::bit_ceil(ring_slots)} *
@@ -166,9 +194,14 @@ bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
                 capture_share[socket] += capture.mbufs;
         }
         rte_eth_dev_info info{};
-        if (rte_eth_dev_info_get(p.dpdk_ports[i], &info) == 0 && info.driver_name != nullptr &&
+        const bool known = rte_eth_dev_info_get(p.dpdk_ports[i], &info) == 0;
+        if (known && info.driver_name != nullptr &&
             std::string_view(info.driver_name) == "net_af_xdp")
             serves_af_xdp[socket] = true;
+        // A device not on the virtual bus (a PCI NIC) may DMA into the pool's buffers.
+        if (!known || info.device == nullptr ||
+            std::string_view(rte_bus_name(rte_dev_bus(info.device))) != "vdev")
+            serves_dma[socket] = true;
     }
     // The pool's store is LIFO ("stack") unless EAL's --mbuf-pool-ops-name says otherwise:
     // across lcores, buffers freed by TX return to RX through that store, and a FIFO ring
@@ -184,16 +217,21 @@ bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
         const std::string name = "twinlane_s" + std::to_string(socket);
         const auto n = static_cast<unsigned>(count);
         rte_mempool* pool = nullptr;
+        // Without hugepages DPDK puts no mbuf across a 4 KiB page boundary, in case a device
+        // DMAs into it: each 2.4 KiB mbuf then takes a page of its own (1.7x the memory), and
+        // every mbuf's header sits at the same offset of its page, where the headers compete
+        // for the same few cache sets. Virtual devices copy, never DMA: their pools need no
+        // IOVA and are packed. (AF_XDP hands the pool's memory to the kernel: unchanged.)
+        const bool packed =
+            !rte_eal_has_hugepages() && !serves_dma[socket] && !serves_af_xdp[socket];
+        const unsigned flags = packed ? RTE_MEMPOOL_F_NO_IOVA_CONTIG : 0;
         if (user_ops == nullptr && !serves_af_xdp[socket]) {
-            pool = rte_pktmbuf_pool_create_by_ops(name.c_str(), n, kPoolCacheMbufs, 0,
-                                                  RTE_MBUF_DEFAULT_BUF_SIZE, socket, "stack");
+            pool = create_mbuf_pool(name, n, socket, "stack", flags);
             if (pool == nullptr)
                 spdlog::warn("mbuf pool {}: no LIFO store ({}), using DPDK's default", name,
                              rte_strerror(rte_errno));
         }
-        if (pool == nullptr)
-            pool = rte_pktmbuf_pool_create(name.c_str(), n, kPoolCacheMbufs, 0,
-                                           RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+        if (pool == nullptr) pool = create_mbuf_pool(name, n, socket, user_ops, flags);
         if (pool == nullptr) {
             const uint64_t mib = conf::mbufs_mib(count);
             error = "cannot create a pool of " + std::to_string(count) + " mbufs (about " +
@@ -209,9 +247,10 @@ bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
         }
         spdlog::info(
             "mbuf pool {}: {} mbufs on socket {} (ports {}, lane rings {}, preloaded captures "
-            "{}, lcore caches {}), store {}",
+            "{}, lcore caches {}), store {}{}",
             name, n, socket, ports_share, ring_share[socket], capture_share[socket], caches,
-            rte_mempool_get_ops(pool->ops_index)->name);
+            rte_mempool_get_ops(pool->ops_index)->name,
+            packed ? ", packed (no IOVA: virtual devices without hugepages)" : "");
         p.pools[socket].reset(pool);
     }
     return true;
