@@ -1,6 +1,5 @@
 #include "dataplane/pipeline_setup.h"
 
-#include <rte_bus.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -152,6 +151,14 @@ bool size_preloaded_inputs(Pipeline& p, std::string& error) {
     return true;
 }
 
+// Virtual devices that read and write frames with the CPU (never an mbuf's IOVA).
+bool copies_frames(std::string_view driver) {
+    for (const std::string_view copying :
+         {"net_pcap", "net_null", "net_ring", "net_af_packet", "net_memif", "net_tap"})
+        if (driver == copying) return true;
+    return false;
+}
+
 // rte_pktmbuf_pool_create_by_ops (`ops` nullptr: DPDK's default store) with mempool `flags`,
 // which it does not take; nullptr with rte_errno set.
 rte_mempool* create_mbuf_pool(const std::string& name, unsigned count, int socket, const char* ops,
@@ -198,9 +205,9 @@ bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
         if (known && info.driver_name != nullptr &&
             std::string_view(info.driver_name) == "net_af_xdp")
             serves_af_xdp[socket] = true;
-        // A device not on the virtual bus (a PCI NIC) may DMA into the pool's buffers.
-        if (!known || info.device == nullptr ||
-            std::string_view(rte_bus_name(rte_dev_bus(info.device))) != "vdev")
+        // Only PMDs known to copy frames in and out of mbufs: a NIC, or a virtual device over
+        // one (bonding, failsafe), may DMA into the pool's buffers.
+        if (!known || info.driver_name == nullptr || !copies_frames(info.driver_name))
             serves_dma[socket] = true;
     }
     // The pool's store is LIFO ("stack") unless EAL's --mbuf-pool-ops-name says otherwise:
@@ -220,8 +227,8 @@ bool create_pools(Pipeline& p, const LcorePlan& plan, uint32_t ring_slots, std::
         // Without hugepages DPDK puts no mbuf across a 4 KiB page boundary, in case a device
         // DMAs into it: each 2.4 KiB mbuf then takes a page of its own (1.7x the memory), and
         // every mbuf's header sits at the same offset of its page, where the headers compete
-        // for the same few cache sets. Virtual devices copy, never DMA: their pools need no
-        // IOVA and are packed. (AF_XDP hands the pool's memory to the kernel: unchanged.)
+        // for the same few cache sets. Devices that copy need no IOVA: their pools are packed.
+        // (AF_XDP hands the pool's memory to the kernel: unchanged.)
         const bool packed =
             !rte_eal_has_hugepages() && !serves_dma[socket] && !serves_af_xdp[socket];
         const unsigned flags = packed ? RTE_MEMPOOL_F_NO_IOVA_CONTIG : 0;
