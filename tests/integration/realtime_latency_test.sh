@@ -22,79 +22,93 @@
 # stalls of a shared machine (tools/cpu_stalls.py: 11-31 us at p99 here).
 # Last, the paced run with training on an RX port of its own (SPLIT=1), checked the same way
 # (its virtual-time reference replays the two captures, each on an ingress link of its own).
+# A case whose lcore lost its CPU for longer than the latency judged is run again (below).
 # Usage: realtime_latency_test.sh TWINLANE BENCH_SCRIPT
 source "$(dirname "$0")/lib.sh"
 twinlane=$(realpath "$1")
 bench=$(realpath "$2")
 
-# balanced_runs SUMMARY: every run of the benchmark's summary balances and sent inference.
-balanced_runs() {
-    python3 - "$1" <<'PY' || fail "accounting of the runs in $(basename "$1")"
+# A run to completion judged by a ratio of p99s can be undone by the machine: one time slice
+# taken from the lcore (4 ms by a kernel thread, seen) delays every packet queued behind it,
+# and with 1% of a 50 ms trace's inference that is the p99. judge.py exits 2 instead of 1 when
+# the judged lcore's longest loop pass is above the p99 being judged (for twinlane's, FIFO p99 /
+# 5) and its thread waited at least that long on the runqueue (over the whole run, EAL start-up
+# included): the CPU was taken. Such a case is run again, at most 3 runs; a failure without a
+# long pass fails at once, and one that repeats in 3 runs of 3 fails too, so a slow scheduler
+# cannot pass as a slow machine.
+cat >"$WORK/judge.py" <<'PY'
 import json, sys
-for case in json.load(open(sys.argv[1]))["cases"]:
+mode, path = sys.argv[1], sys.argv[2]
+s = json.load(open(path))
+for case in s["cases"]:
     for r in case["runs"]:
-        assert r["balanced"], (case["layout"], case["policy"], r)
-        assert r["packets"] > 100, (case["layout"], case["policy"], r)
-PY
-}
-SUMMARY="$WORK/summary.json" "$bench" "$twinlane" --benchmark_min_time=0.01 ||
-    fail "the benchmark exited non-zero"
-balanced_runs "$WORK/summary.json"
-python3 - "$WORK/summary.json" <<'PY' || fail "latency or accounting out of bounds"
-import json, sys
-s = json.load(open(sys.argv[1]))
+        if not r["balanced"] or r["packets"] <= 100:
+            print(f"accounting: {case['layout']} {case['policy']}: {r}")
+            sys.exit(1)
+single = {c["policy"]: c for c in s["cases"] if c["layout"] == "single"}
+fifo, twin = single["fifo"]["runs"][0], single["twinlane"]["runs"][0]
 ratios = ", ".join(f"{k} {v:.0f}x" for k, v in s["ratio_p99"].items())
-fifo = next(c for c in s["cases"] if c["layout"] == "single" and c["policy"] == "fifo")["runs"][0]
-# The comparison needs a queue: the FIFO's p99 far above its own loop passes. A machine that
-# reads the trace below the port's rate (sanitizers, other tenants: 5.3 Gbit/s seen) builds
-# none, and then there is nothing to isolate inference from.
-if fifo["p99"] < 20 * max(l["p99"] for l in fifo["loops"].values()):
-    print(f"PASS: balanced; the ratio not checked: the input ({fifo['input_gbps']:.1f} Gbit/s) "
-          f"did not queue the 10G egress (FIFO p99 {fifo['p99']:.1f} us); {ratios}")
+ratio = s["ratio_p99"]["single"]
+
+
+def check(ok, why, run, bound_us):
+    """Exits unless ok: 2 when run's lcore lost its CPU for longer than bound_us, else 1."""
+    if ok:
+        return
+    longest = max(l["max"] for l in run["loops"].values())
+    waited_us = max(run["runqueue_wait_ms"].values(), default=0) * 1e3
+    taken = longest > bound_us and waited_us >= longest
+    print(f"{why} (its lcore: longest loop pass {longest:.0f} us, runqueue wait "
+          f"{waited_us:.0f} us: {'the CPU was taken' if taken else 'not a lost CPU'})")
+    sys.exit(2 if taken else 1)
+
+
+if mode == "unpaced":
+    # The comparison needs a queue: the FIFO's p99 far above its own loop passes. A machine
+    # that reads the trace below the port's rate (sanitizers, other tenants: 5.3 Gbit/s seen)
+    # builds none, and then there is nothing to isolate inference from.
+    if fifo["p99"] < 20 * max(l["p99"] for l in fifo["loops"].values()):
+        print(f"PASS: balanced; the ratio not checked: the input ({fifo['input_gbps']:.1f} "
+              f"Gbit/s) did not queue the 10G egress (FIFO p99 {fifo['p99']:.1f} us); {ratios}")
+        sys.exit(0)
+    check(ratio >= 5, f"run to completion: FIFO p99 only {ratio:.1f}x twinlane's", twin,
+          fifo["p99"] / 5)
+    print(f"PASS: balanced; FIFO/twinlane inference p99 {ratios}")
     sys.exit(0)
-ratio = s["ratio_p99"]["single"]
-assert ratio >= 5, f"run to completion: FIFO p99 only {ratio:.1f}x twinlane's"
-print(f"PASS: balanced; FIFO/twinlane inference p99 {ratios}")
-PY
-
-SUMMARY="$WORK/paced.json" PACE=25G PRELOAD=1 "$bench" "$twinlane" --benchmark_min_time=0.01 ||
-    fail "the paced benchmark exited non-zero"
-balanced_runs "$WORK/paced.json"
-python3 - "$WORK/paced.json" <<'PY' || fail "paced: latency or accounting out of bounds"
-import json, sys
-s = json.load(open(sys.argv[1]))
-single = {c["policy"]: c["median"] for c in s["cases"] if c["layout"] == "single"}
 virtual = s["virtual"]
-fifo_ratio = single["fifo"]["p99"] / virtual["fifo"]["p99"]
-assert 0.5 <= fifo_ratio <= 2, f"FIFO p99 realtime {single['fifo']['p99']:.0f} us against " \
-    f"virtual time {virtual['fifo']['p99']:.0f} us"
-ratio = s["ratio_p99"]["single"]
-assert ratio >= 5, f"paced, run to completion: FIFO p99 only {ratio:.1f}x twinlane's"
-own = single["twinlane"]["p99"] - virtual["twinlane"]["p99"]
-print(f"PASS: paced and preloaded: balanced; FIFO p99 realtime/virtual time {fifo_ratio:.2f}; "
-      f"FIFO/twinlane inference p99 {ratio:.0f}x; inference p99 {single['twinlane']['p99']:.1f} "
-      f"us, virtual time {virtual['twinlane']['p99']:.1f} us (pipeline and machine {own:+.1f} us)")
+fifo_ratio = single["fifo"]["median"]["p99"] / virtual["fifo"]["p99"]
+check(0.5 <= fifo_ratio <= 2, f"FIFO p99 realtime {single['fifo']['median']['p99']:.0f} us "
+      f"against virtual time {virtual['fifo']['p99']:.0f} us", fifo, virtual["fifo"]["p99"])
+check(ratio >= 5, f"run to completion: FIFO p99 only {ratio:.1f}x twinlane's", twin,
+      fifo["p99"] / 5)
+p99, vp99 = single["twinlane"]["median"]["p99"], virtual["twinlane"]["p99"]
+what = "paced and preloaded" if mode == "paced" else "training on its own RX port"
+extra = (f" (pipeline and machine {p99 - vp99:+.1f} us)" if mode == "paced" else
+         f", with no training {single['alone']['median']['p99']:.1f} us")
+print(f"PASS: {what}: balanced; FIFO p99 realtime/virtual time {fifo_ratio:.2f}; FIFO/twinlane "
+      f"inference p99 {ratio:.0f}x; inference p99 {p99:.1f} us, virtual time {vp99:.1f} us{extra}")
 PY
 
+# brief MODE [ENV=VALUE...]: the benchmark's brief run with ENV, judged; repeated while the
+# judge says the lcore's CPU was taken, at most 3 runs.
+brief() {
+    local mode=$1 attempt rc
+    for attempt in 1 2 3; do
+        env "${@:2}" SUMMARY="$WORK/$mode.json" "$bench" "$twinlane" --benchmark_min_time=0.01 ||
+            fail "$mode: the benchmark exited non-zero"
+        rc=0
+        python3 "$WORK/judge.py" "$mode" "$WORK/$mode.json" || rc=$?
+        [ "$rc" -eq 0 ] && return 0
+        [ "$rc" -eq 2 ] || fail "$mode: latency or accounting out of bounds"
+        echo "$mode: run $attempt judged on a taken CPU, not on the scheduler: run again"
+    done
+    fail "$mode: the lcore lost its CPU in 3 runs of 3: this machine cannot judge the ratio"
+}
+
+brief unpaced
+brief paced PACE=25G PRELOAD=1
 # And with training on an RX port of its own (SPLIT=1: the edge link's inference and other on
 # another, both preloaded on one clock): every run balances, the FIFO's realtime p99 within 2x
 # of its virtual time, inference at least 5x below the FIFO run to completion (measured 139x on
 # an idle VM, p99 24.6 us).
-SUMMARY="$WORK/split.json" PACE=25G PRELOAD=1 SPLIT=1 "$bench" "$twinlane" \
-    --benchmark_min_time=0.01 || fail "the split-input benchmark exited non-zero"
-balanced_runs "$WORK/split.json"
-python3 - "$WORK/split.json" <<'PY' || fail "split inputs: latency out of bounds"
-import json, sys
-s = json.load(open(sys.argv[1]))
-single = {c["policy"]: c["median"] for c in s["cases"] if c["layout"] == "single"}
-virtual = s["virtual"]
-fifo_ratio = single["fifo"]["p99"] / virtual["fifo"]["p99"]
-assert 0.5 <= fifo_ratio <= 2, f"split inputs: FIFO p99 realtime {single['fifo']['p99']:.0f} " \
-    f"us against virtual time {virtual['fifo']['p99']:.0f} us"
-ratio = s["ratio_p99"]["single"]
-assert ratio >= 5, f"split inputs, run to completion: FIFO p99 only {ratio:.1f}x twinlane's"
-print(f"PASS: training on its own RX port: balanced; FIFO p99 realtime/virtual time "
-      f"{fifo_ratio:.2f}; FIFO/twinlane inference p99 {ratio:.0f}x; inference p99 "
-      f"{single['twinlane']['p99']:.1f} us, virtual time {virtual['twinlane']['p99']:.1f} us, "
-      f"with no training {single['alone']['p99']:.1f} us")
-PY
+brief split PACE=25G PRELOAD=1 SPLIT=1
