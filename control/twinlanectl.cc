@@ -141,12 +141,24 @@ void print_status(std::ostream& out, const json& status) {
                           static_cast<double>(u64(lcore, "pass_max_ns")) / 1e3);
             passes = std::to_string(u64(lcore, "busy_passes")) + "  " + text;
         }
+        // What other threads took from its CPU since the loop started (a daemon on Linux).
+        std::string taken = "-";
+        if (lcore.contains("runqueue_wait_ns")) {
+            char text[64];
+            std::snprintf(text, sizeof text, "%.1f ms / %llu",
+                          static_cast<double>(u64(lcore, "runqueue_wait_ns")) / 1e6,
+                          static_cast<unsigned long long>(u64(lcore, "involuntary_switches")));
+            taken = text;
+        }
         lcores.push_back({std::to_string(u64(lcore, "lcore")), str(lcore, "role"),
-                          ports_text.empty() ? "-" : ports_text, passes});
+                          ports_text.empty() ? "-" : ports_text, passes, taken});
     }
     if (!lcores.empty()) {
         out << '\n';
-        print_table(out, {"LCORE", "ROLE", "PORTS", "BUSY PASSES  P50 / P99 / MAX us"}, lcores);
+        print_table(out,
+                    {"LCORE", "ROLE", "PORTS", "BUSY PASSES  P50 / P99 / MAX us",
+                     "CPU TAKEN / PREEMPTIONS"},
+                    lcores);
     }
     // The daemon's classifiers (a policy-only status has none): malformed packets by reason,
     // flow table, heuristics.

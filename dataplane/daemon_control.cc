@@ -375,6 +375,7 @@ ApiResult DaemonControl::status() {
             entry["pass_p50_ns"] = loop.percentile_ns(kP50Ppm);
             entry["pass_p99_ns"] = loop.percentile_ns(kP99Ppm);
             entry["pass_max_ns"] = loop.max_ns;
+            if (loop.cpu) add_thread_cpu(entry, *loop.cpu);
         }
         lcores.push_back(std::move(entry));
     }

@@ -671,6 +671,7 @@ void shut_down(LcoreContext& ctx, PipelineShared& shared) {
 void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
     LcoreCounters& c = *ctx.counters;
     StageCounters& stages = c.stages;
+    publish_loop_thread(c.loop.thread);
     // Before the loop: the governors' drops are this lcore's to free and count.
     std::vector<std::unique_ptr<GovernorDrops>> slo_drops;
     for (EgressTask* e : ctx.egress) {

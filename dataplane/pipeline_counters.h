@@ -17,10 +17,12 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "admission/lanes.h"
 #include "conf/policy.h"
+#include "dataplane/thread_cpu.h"
 #include "sched/counters.h"
 #include "sched/relaxed_counter.h"
 #include "slo/latency_histogram.h"
@@ -99,11 +101,12 @@ struct StageCounters {
 // One lcore's loop: its busy passes (those that received, admitted or sent a packet), timed
 // from the pass's first TSC read to its last. A packet that arrives while a pass runs waits for
 // the rest of it, so this is the loop's own share of the RX->TX latency (burst sizes, slow
-// driver calls, time slices lost to other threads of the CPU).
+// driver calls, time slices lost to other threads of the CPU: `thread` says how much).
 struct LoopCounters {
     RelaxedCounter busy_passes;
     RelaxedCounter busy_pass_max_ns;
     LatencyBuckets busy_pass_ns;
+    LoopThread thread;
 };
 
 struct alignas(64) LcoreCounters {
@@ -127,6 +130,7 @@ struct LoopSnapshot {
     uint64_t busy_passes = 0;
     uint64_t max_ns = 0;
     std::array<uint64_t, kLatencyBuckets> buckets{};
+    std::optional<ThreadCpu> cpu;  // since the loop started; nullopt where /proc cannot say
 
     uint64_t percentile_ns(uint32_t quantile_ppm) const {
         return bucket_percentile_ns(buckets, max_ns, quantile_ppm);

@@ -45,18 +45,21 @@ nlohmann::json pfc_json(const RunReport& r) {
     return out;
 }
 
-// Per lcore: its role and how long its busy passes took (the loop's share of RX->TX latency).
+// Per lcore: its role, how long its busy passes took (the loop's share of RX->TX latency) and
+// the CPU time other threads took from it.
 nlohmann::json loops_json(const RunReport& r) {
     nlohmann::json out = nlohmann::json::array();
     for (const RunReport::Lcore& l : r.lcores) {
         const LoopSnapshot& s = l.loop;
-        out.push_back({{"lcore", l.id},
-                       {"role", l.role},
-                       {"busy_passes", s.busy_passes},
-                       {"pass_p50_ns", s.percentile_ns(kP50Ppm)},
-                       {"pass_p99_ns", s.percentile_ns(kP99Ppm)},
-                       {"pass_p999_ns", s.percentile_ns(kP999Ppm)},
-                       {"pass_max_ns", s.max_ns}});
+        nlohmann::json entry = {{"lcore", l.id},
+                                {"role", l.role},
+                                {"busy_passes", s.busy_passes},
+                                {"pass_p50_ns", s.percentile_ns(kP50Ppm)},
+                                {"pass_p99_ns", s.percentile_ns(kP99Ppm)},
+                                {"pass_p999_ns", s.percentile_ns(kP999Ppm)},
+                                {"pass_max_ns", s.max_ns}};
+        if (s.cpu) add_thread_cpu(entry, *s.cpu);
+        out.push_back(std::move(entry));
     }
     return out;
 }
@@ -224,6 +227,13 @@ void print_report(const RunReport& r, bool json) {
         std::printf("    busy passes %llu: p50 %.1f us, p99 %.1f, p99.9 %.1f, max %.1f\n",
                     static_cast<unsigned long long>(s.busy_passes), us(s.percentile_ns(kP50Ppm)),
                     us(s.percentile_ns(kP99Ppm)), us(s.percentile_ns(kP999Ppm)), us(s.max_ns));
+        if (s.cpu)
+            std::printf(
+                "    its CPU taken by other threads: %.3f ms waiting to run (of %.3f ms "
+                "run), %llu preemptions\n",
+                static_cast<double>(s.cpu->runqueue_wait_ns) / 1e6,
+                static_cast<double>(s.cpu->run_ns) / 1e6,
+                static_cast<unsigned long long>(s.cpu->involuntary_switches));
     }
     std::printf("  mbufs in use: %llu at start, %llu at end",
                 static_cast<unsigned long long>(r.mbufs_in_use_start),

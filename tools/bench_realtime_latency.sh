@@ -55,9 +55,9 @@
 # pipeline's part; on the wire a packet then follows at most the TX budget of bytes already
 # handed to the NIC. The goal line: inference p99 <= one maximum frame at the port rate (9018 B
 # at 10G: 7.2 us) + 10 us. "loop passes": each lcore's busy passes from the run report (what a
-# packet arriving in a pass may wait for). "runqueue wait": per lcore thread, how long it was
-# runnable but off its CPU (/proc schedstat; the main lcore's includes EAL start-up): on a
-# shared machine, the time slices other processes took. Input and egress Gbit/s are frame bytes
+# packet arriving in a pass may wait for), and how long its thread was runnable but off its CPU
+# since the loop started, with how many preemptions (the report's run_ns, runqueue_wait_ns and
+# involuntary_switches): on a shared machine, the time slices other threads took. Input and egress Gbit/s are frame bytes
 # over the serving time less the 200 ms of idle input before the run stops.
 set -euo pipefail
 
@@ -117,29 +117,6 @@ if [ -n "$split" ]; then
 fi
 eal=(--no-huge --no-pci --no-shconf -m "$memory" --log-level=error --file-prefix "tllat$$")
 
-# schedstat.py PID OUT: until PID exits, every 20 ms, each lcore thread's /proc schedstat (run
-# ns, runqueue wait ns); OUT gets the last: how long the lcores were runnable but off their CPU
-# (on a shared machine, other processes' time slices). `timeout` is PID, twinlane its child,
-# found once (a scan of /proc every poll took a CPU share the lcores lost on 2 vCPUs).
-cat >schedstat.py <<'PY'
-import json, os, sys, time
-pid, out, last, child = sys.argv[1], sys.argv[2], {}, None
-while os.path.exists(f"/proc/{pid}"):
-    try:
-        if child is None:
-            child = next((c for c in os.listdir("/proc") if c.isdigit() and
-                          open(f"/proc/{c}/stat").read().split()[3] == pid), None)
-        if child is not None:
-            for tid in os.listdir(f"/proc/{child}/task"):
-                comm = open(f"/proc/{child}/task/{tid}/comm").read().strip()
-                run_ns, wait_ns = open(f"/proc/{child}/task/{tid}/schedstat").read().split()[:2]
-                last[comm if comm != "twinlane" else "lcore-main"] = [int(run_ns), int(wait_ns)]
-    except (OSError, IndexError, ValueError):
-        pass
-    time.sleep(0.02)
-json.dump(last, open(out, "w"))
-PY
-
 # policy KIND LCORES: policy-KIND-LCORES.yaml (KIND twinlane | fifo | alone: twinlane's tree
 # fed alone.pcap).
 policy() {
@@ -177,15 +154,12 @@ PY
 
 # run KIND LAYOUT N: one `twinlane run`, its report in KIND-LAYOUT-N.json.
 run() {
-    local lcores=auto eal_lcores=0-1
+    local lcores=auto eal_lcores=0-1 rc=0
     if [ "$2" = single ]; then lcores="{single: 1}" eal_lcores=1; fi
     policy "$1" "$lcores"
     timeout 120 "$twinlane" --log-level warn run --json --no-control ${PACE:+--pace-input "$PACE"} ${preload:+--preload-input} \
         -c "policy-$1-$2.yaml" \
-        -- "${eal[@]}" -l "$eal_lcores" >"$1-$2-$3.json" 2>"$1-$2-$3.err" &
-    local pid=$! rc=0
-    python3 "$work/schedstat.py" "$pid" "$1-$2-$3.sched"
-    wait "$pid" || rc=$?
+        -- "${eal[@]}" -l "$eal_lcores" >"$1-$2-$3.json" 2>"$1-$2-$3.err" || rc=$?
     [ "$rc" -eq 0 ] || { echo "twinlane run ($1, $2) failed: $(cat "$1-$2-$3.err")" >&2; exit 1; }
     if [ -n "${PACE:-}" ]; then  # logged as a warning when frames were read late
         echo "  $1 $2 run $3: $(grep -o "paced input.*" "$1-$2-$3.err" || echo "paced input: no frame read late")"
@@ -232,14 +206,7 @@ for layout in LAYOUTS:
         reports = [json.load(open(f"{kind}-{layout}-{n}.json")) for n in range(1, runs + 1)]
         cls = "all" if kind == "fifo" else "inference"
         lat = []
-        for n, r in enumerate(reports, 1):
-            try:
-                sched = json.load(open(f"{kind}-{layout}-{n}.sched"))
-            except (OSError, ValueError):
-                sched = {}
-            # Runqueue wait of the lcore threads, ms (the main lcore's includes EAL start-up).
-            waits = {k: round(v[1] / 1e6, 1) for k, v in sched.items()
-                     if k.startswith("rte-worker") or k == "lcore-main"}
+        for r in reports:
             c = next(k for k in r["classes"] if k["name"] == cls)
             lat.append({q: c[f"latency_{q}_ns"] / 1e3 for q in ("p50", "p99", "p999", "max")}
                        | {"packets": c["tx_packets"],
@@ -250,10 +217,14 @@ for layout in LAYOUTS:
                           "elapsed_s": r["elapsed_s"],
                           "input_gbps": r["rx_bytes"] * 8 / 1e9 / max(r["elapsed_s"] - 0.2, 1e-3),
                           "egress_gbps": r["tx_bytes"] * 8 / 1e9 / max(r["elapsed_s"] - 0.2, 1e-3),
+                          # Per lcore: its busy passes, us, and what other threads took
+                          # from its CPU since the loop started (absent where /proc cannot say).
                           "loops": {l["role"]: {q: l[f"pass_{q}_ns"] / 1e3
                                                 for q in ("p50", "p99", "max")}
+                                    | ({"runqueue_wait_ms": l["runqueue_wait_ns"] / 1e6,
+                                        "preemptions": l["involuntary_switches"]}
+                                       if "runqueue_wait_ns" in l else {})
                                     for l in r.get("loops", [])},
-                          "runqueue_wait_ms": waits,
                           "cycles_per_packet": r["cycles_per_packet"]})
         med = {q: statistics.median(x[q] for x in lat) for q in ("p50", "p99", "p999", "max")}
         rows[(layout, kind)] = med
@@ -325,12 +296,14 @@ for case in out["cases"]:
     print(f"  {case['layout']:6} {case['policy']:8}: rx {r['rx']} tx {r['tx']} dropped "
           f"{r['dropped']} queued {r['queued']} ({'balanced' if r['balanced'] else 'UNBALANCED'})"
           f", {case['class']} sent {r['packets']}, input {r['input_gbps']:.1f} Gbit/s, egress "
-          f"{r['egress_gbps']:.1f} Gbit/s, lcores' runqueue wait ms {r['runqueue_wait_ms']}, "
+          f"{r['egress_gbps']:.1f} Gbit/s, "
           f"elapsed {r['elapsed_s']:.2f} s, cycles/packet "
           + ", ".join(f"{k} {v:.0f}" for k, v in r["cycles_per_packet"].items()))
     for role, l in r["loops"].items():
+        taken = (f"; its CPU taken {l['runqueue_wait_ms']:.1f} ms, {l['preemptions']} "
+                 f"preemptions" if "runqueue_wait_ms" in l else "")
         print(f"      {role}: loop passes p50 {l['p50']:.1f} us, p99 {l['p99']:.1f}, "
-              f"max {l['max']:.1f}")
+              f"max {l['max']:.1f}{taken}")
 if summary_path:
     json.dump(out, open(summary_path, "w"), indent=1)
 PY

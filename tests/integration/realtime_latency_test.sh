@@ -31,11 +31,11 @@ bench=$(realpath "$2")
 # A run to completion judged by a ratio of p99s can be undone by the machine: one time slice
 # taken from the lcore (4 ms by a kernel thread, seen) delays every packet queued behind it,
 # and with 1% of a 50 ms trace's inference that is the p99. judge.py exits 2 instead of 1 when
-# the judged lcore's longest loop pass is above the p99 being judged (for twinlane's, FIFO p99 /
-# 5) and its thread waited at least that long on the runqueue (over the whole run, EAL start-up
-# included): the CPU was taken. Such a case is run again, at most 3 runs; a failure without a
-# long pass fails at once, and one that repeats in 3 runs of 3 fails too, so a slow scheduler
-# cannot pass as a slow machine.
+# the judged run's longest loop pass is above the p99 being judged (for twinlane's, FIFO p99 /
+# 5) and that lcore's thread waited at least that long for its CPU since its loop started (the
+# run report's runqueue_wait_ns, from /proc): the CPU was taken. Such a case is run again, at
+# most 3 runs; a failure without a long pass fails at once, and one that repeats in 3 runs of 3
+# fails too, so a slow scheduler cannot pass as a slow machine.
 cat >"$WORK/judge.py" <<'PY'
 import json, sys
 mode, path = sys.argv[1], sys.argv[2]
@@ -55,11 +55,12 @@ def check(ok, why, run, bound_us):
     """Exits unless ok: 2 when run's lcore lost its CPU for longer than bound_us, else 1."""
     if ok:
         return
-    longest = max(l["max"] for l in run["loops"].values())
-    waited_us = max(run["runqueue_wait_ms"].values(), default=0) * 1e3
+    role, loop = max(run["loops"].items(), key=lambda item: item[1]["max"])
+    longest, waited_us = loop["max"], loop.get("runqueue_wait_ms", 0) * 1e3
     taken = longest > bound_us and waited_us >= longest
-    print(f"{why} (its lcore: longest loop pass {longest:.0f} us, runqueue wait "
-          f"{waited_us:.0f} us: {'the CPU was taken' if taken else 'not a lost CPU'})")
+    print(f"{why} ({role}: longest loop pass {longest:.0f} us, its CPU taken {waited_us:.0f} us "
+          f"in {loop.get('preemptions', '?')} preemptions: "
+          f"{'the CPU was taken' if taken else 'not a lost CPU'})")
     sys.exit(2 if taken else 1)
 
 
