@@ -57,8 +57,9 @@
 # at 10G: 7.2 us) + 10 us. "loop passes": each lcore's busy passes from the run report (what a
 # packet arriving in a pass may wait for), and how long its thread was runnable but off its CPU
 # since the loop started, with how many preemptions (the report's run_ns, runqueue_wait_ns and
-# involuntary_switches): on a shared machine, the time slices other threads took. Input and egress Gbit/s are frame bytes
-# over the serving time less the 200 ms of idle input before the run stops.
+# involuntary_switches): on a shared machine, the time slices other threads took. Input and
+# egress Gbit/s are frame bytes over the serving time less the 200 ms of idle input before the
+# run stops.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
