@@ -23,7 +23,12 @@
 //               "ports": [{"name", "port_id", "device", "link_up", "speed_mbps",
 //                          "rate_bits_per_sec"}],
 //               "lcores": [{"lcore": N, "role": "rx|scheduler|run_to_completion|control",
-//                           "ports": ["west", ...]}],
+//                           "ports": ["west", ...],
+//                           (daemon, forwarding lcores) "busy_passes", "pass_p50_ns",
+//                           "pass_p99_ns", "pass_max_ns", "pass_sum_ns",
+//                           "pass_log2_histogram": [40 counts, the sojourn's layout],
+//                           (where /proc says) "run_ns", "runqueue_wait_ns",
+//                           "involuntary_switches"}],
 //               "classifier": (daemon only) control/stats_json.h's
 //                             classifier_counters_to_json}
 //   stats(ports):   [{"name", "port_id", "rx_packets", "rx_bytes", "tx_packets", "tx_bytes",
@@ -32,9 +37,10 @@
 //                     "pfc" (daemon only)}]
 //   stats(classes): [{"name", "class_id", "classified_packets", "classified_bytes",
 //                     "malformed_drops", "queue": QUEUE_COUNTERS, "latency": {"packets",
-//                     "mean_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"}]   (queue: summed
-//                     over the class's leaves on every egress port; latency: RX -> accepted by
-//                     tx_burst through the realtime pipeline, control/stats_json.h)
+//                     "mean_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns", (daemon) "sum_ns",
+//                     "log2_histogram"}]  (queue: summed over the class's leaves on every
+//                     egress port; latency: RX -> accepted by tx_burst through the realtime
+//                     pipeline, control/stats_json.h)
 //   stats(queues):  [{"port", "node", "parent", "kind", "leaf": bool, "class" (leaves and
 //                     per_job nodes, else null), "counters": QUEUE_COUNTERS}]  (pre-order)
 //     QUEUE_COUNTERS = control/stats_json.h's queue_counters_to_json(sched::QueueCounters).

@@ -1,5 +1,6 @@
 #include "control/metrics_text.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -81,6 +82,11 @@ class Exposition {
     }
     void gauge(const std::string& name, const char* help, const Labels& labels, const json& value) {
         sample(name, "gauge", help, "", labels, number_text(value));
+    }
+    // A duration in integer nanoseconds, exported as exact seconds.
+    void seconds(const std::string& name, const char* type, const char* help, const Labels& labels,
+                 uint64_t ns) {
+        sample(name, type, help, "", labels, seconds_text(ns));
     }
     std::string text() const {
         std::string out;
@@ -174,14 +180,17 @@ void add_queue_counters(Exposition& out, const std::string& prefix, const Labels
               field(counters, "depth_bytes"));
 }
 
-void add_sojourn_histogram(Exposition& out, const Labels& labels, const json& counters) {
-    const std::string family = "twinlane_class_sojourn_seconds";
-    const char* help = "Time packets spent queued in the scheduler.";
-    const json& histogram = field(counters, "sojourn_log2_histogram");
+// A log2 histogram as the API gives them (sched/counters.h: bucket i counts [2^(i-1), 2^i) ns,
+// bucket 0 counts 0 ns, the last one everything above its lower bound): le = (2^i - 1) ns,
+// exact for integer nanoseconds; the last bucket has no upper bound but +Inf.
+void add_log2_histogram(Exposition& out, const std::string& family, const char* help,
+                        const Labels& labels, const json& histogram, uint64_t sum_ns) {
     uint64_t cumulative = 0;
     if (histogram.is_array()) {
-        for (size_t i = 0; i < histogram.size() && i < 64; ++i) {
+        const size_t buckets = std::min<size_t>(histogram.size(), 64);
+        for (size_t i = 0; i < buckets; ++i) {
             cumulative += u64_of(histogram[i]);
+            if (i + 1 == buckets) break;
             const uint64_t upper_ns = i == 0 ? 0 : (uint64_t{1} << i) - 1;
             out.sample(family, "histogram", help, "_bucket",
                        with(labels, "le", seconds_text(upper_ns)), std::to_string(cumulative));
@@ -189,9 +198,54 @@ void add_sojourn_histogram(Exposition& out, const Labels& labels, const json& co
     }
     out.sample(family, "histogram", help, "_bucket", with(labels, "le", "+Inf"),
                std::to_string(cumulative));
-    out.sample(family, "histogram", help, "_sum", labels,
-               seconds_text(u64_of(field(counters, "sojourn_sum_ns"))));
+    out.sample(family, "histogram", help, "_sum", labels, seconds_text(sum_ns));
     out.sample(family, "histogram", help, "_count", labels, std::to_string(cumulative));
+}
+
+void add_sojourn_histogram(Exposition& out, const Labels& labels, const json& counters) {
+    add_log2_histogram(out, "twinlane_class_sojourn_seconds",
+                       "Time packets spent queued in the scheduler.", labels,
+                       field(counters, "sojourn_log2_histogram"),
+                       u64_of(field(counters, "sojourn_sum_ns")));
+}
+
+// A class's time through the realtime pipeline (stats(classes)'s "latency"), where the daemon
+// keeps its histogram.
+void add_pipeline_latency(Exposition& out, const Labels& labels, const json& latency) {
+    if (!latency.contains("log2_histogram")) return;
+    add_log2_histogram(out, "twinlane_class_pipeline_latency_seconds",
+                       "Time from the RX burst to acceptance by the NIC's tx_burst (queueing "
+                       "included).",
+                       labels, latency["log2_histogram"], u64_of(field(latency, "sum_ns")));
+    out.seconds("twinlane_class_pipeline_latency_max_seconds", "gauge",
+                "The longest time a packet of the class took through the pipeline.", labels,
+                u64_of(field(latency, "max_ns")));
+}
+
+// status()'s forwarding lcores: their loop's busy passes (dataplane/README.md, "Loop passes")
+// and the CPU time other threads took from them ("CPU taken from an lcore").
+void add_lcore(Exposition& out, const json& lcore) {
+    if (!lcore.contains("busy_passes")) return;  // the control lcore runs no loop
+    const Labels labels{{"lcore", std::to_string(u64_of(field(lcore, "lcore")))},
+                        {"role", text_of(lcore, "role")}};
+    add_log2_histogram(out, "twinlane_lcore_busy_pass_seconds",
+                       "Busy passes of the lcore's loop (received, admitted or sent a packet), "
+                       "first to last TSC read.",
+                       labels, field(lcore, "pass_log2_histogram"),
+                       u64_of(field(lcore, "pass_sum_ns")));
+    out.seconds("twinlane_lcore_busy_pass_max_seconds", "gauge",
+                "The lcore's longest busy pass since start.", labels,
+                u64_of(field(lcore, "pass_max_ns")));
+    if (!lcore.contains("runqueue_wait_ns")) return;  // /proc could not say
+    out.seconds("twinlane_lcore_run_seconds_total", "counter",
+                "Time the lcore's thread ran on its CPU since its loop started.", labels,
+                u64_of(field(lcore, "run_ns")));
+    out.seconds("twinlane_lcore_runqueue_wait_seconds_total", "counter",
+                "Time the lcore's thread was runnable but other threads had its CPU.", labels,
+                u64_of(field(lcore, "runqueue_wait_ns")));
+    out.counter("twinlane_lcore_preemptions_total",
+                "Times the kernel took the lcore's CPU from it (involuntary context switches).",
+                labels, field(lcore, "involuntary_switches"));
 }
 
 // twinlane_class_slo_*: one SLO of a class on one egress port (stats_json.h's
@@ -206,13 +260,13 @@ void add_slo(Exposition& out, const std::string& class_name, const json& slo) {
         if (objective.contains("target_ns")) {
             Labels with_percentile = labels;
             with_percentile.emplace_back("percentile", text_of(objective, "percentile"));
-            out.sample("twinlane_class_slo_target_seconds", "gauge",
-                       "The latency the class's SLO allows at its percentile.", "", with_percentile,
-                       seconds_text(ns(field(objective, "target_ns"))));
+            out.seconds("twinlane_class_slo_target_seconds", "gauge",
+                        "The latency the class's SLO allows at its percentile.", with_percentile,
+                        ns(field(objective, "target_ns")));
         }
-        out.sample("twinlane_class_slo_window_seconds", "gauge",
-                   "The window over which the SLO is judged.", "", labels,
-                   seconds_text(ns(field(objective, "window_ns"))));
+        out.seconds("twinlane_class_slo_window_seconds", "gauge",
+                    "The window over which the SLO is judged.", labels,
+                    ns(field(objective, "window_ns")));
         if (objective.contains("min_share"))
             out.gauge("twinlane_class_slo_min_share_ratio",
                       "The throughput floor, as a share of the port rate.", labels,
@@ -239,17 +293,17 @@ void add_slo(Exposition& out, const std::string& class_name, const json& slo) {
               field(slo, "attainment"));
     const json& last = field(slo, "last_window");
     if (last.is_object()) {
-        out.sample("twinlane_class_slo_last_window_latency_seconds", "gauge",
-                   "The latency at the SLO's percentile in the last judged window.", "", labels,
-                   seconds_text(ns(field(last, "percentile_ns"))));
+        out.seconds("twinlane_class_slo_last_window_latency_seconds", "gauge",
+                    "The latency at the SLO's percentile in the last judged window.", labels,
+                    ns(field(last, "percentile_ns")));
         out.gauge("twinlane_class_slo_last_window_met", "1 if the last judged window met the SLO.",
                   labels, field(last, "met"));
     }
     const json& worst = field(slo, "worst_window");
     if (worst.is_object()) {
-        out.sample("twinlane_class_slo_worst_window_latency_seconds", "gauge",
-                   "The highest latency at the SLO's percentile over every judged window.", "",
-                   labels, seconds_text(ns(field(worst, "percentile_ns"))));
+        out.seconds("twinlane_class_slo_worst_window_latency_seconds", "gauge",
+                    "The highest latency at the SLO's percentile over every judged window.", labels,
+                    ns(field(worst, "percentile_ns")));
     }
     const json& cap = field(slo, "cap_bits_per_sec");
     if (cap.is_number())
@@ -354,6 +408,11 @@ void add_status(Exposition& out, const json& value) {
                   "0 after a policy load was refused (the previous policy still runs), 1 "
                   "otherwise.",
                   {}, value["policy_last_load_ok"]);
+    }
+    const json& lcores = field(value, "lcores");
+    if (lcores.is_array()) {
+        for (const json& lcore : lcores)
+            if (lcore.is_object()) add_lcore(out, lcore);
     }
     const json& ports = field(value, "ports");
     if (!ports.is_array()) return;
@@ -461,6 +520,8 @@ std::string prometheus_text(DaemonApi& api) {
                 add_queue_counters(out, "twinlane_class", labels, queue);
                 add_sojourn_histogram(out, labels, queue);
             }
+            const json& latency = field(cls, "latency");
+            if (latency.is_object()) add_pipeline_latency(out, labels, latency);
             const json& slos = field(cls, "slo");
             if (slos.is_array()) {
                 for (const json& slo : slos)

@@ -21,7 +21,12 @@
 //     (class series: {class}, summed over the egress ports; queue series: {port,queue,kind}
 //      plus {class} on the node where the class enters the tree: its leaf or per_job node)
 //   class_sojourn_seconds histogram: bucket le = (2^i - 1) ns for the sched log2 histogram's
-//   bucket i (exact: bucket i holds integer ns below 2^i), _sum, _count.
+//   bucket i (exact: bucket i holds integer ns below 2^i; the last only under +Inf), _sum, _count
+//   class_pipeline_latency_seconds histogram (same buckets), class_pipeline_latency_max_seconds
+//     {class}: RX -> tx_burst through the realtime pipeline, where the daemon keeps it
+//   lcore_busy_pass_seconds histogram (same buckets), lcore_busy_pass_max_seconds,
+//   lcore_{run,runqueue_wait}_seconds_total, lcore_preemptions_total{lcore,role}: the
+//     forwarding lcores' loops and the CPU other threads took from them (status's lcores)
 // A field the API does not return is not exported (no placeholder zeros), except counters
 // inside a returned object. Pure function of what the API returns; thread-safety is the API's.
 #pragma once

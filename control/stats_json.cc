@@ -191,6 +191,10 @@ json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read
                         {"p99_ns", latency.p99_ns},
                         {"p999_ns", latency.p999_ns},
                         {"max_ns", latency.max_ns}}}};
+        if (latency.log2_histogram) {
+            entry["latency"]["sum_ns"] = latency.sum_ns;
+            entry["latency"]["log2_histogram"] = *latency.log2_histogram;
+        }
         if (policy.classes[cls].slo) {
             json slos = json::array();
             if (read_slo) {

@@ -8,9 +8,11 @@
 // the supplied readers (called on the caller's thread, torn reads tolerated).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,6 +52,9 @@ nlohmann::json slo_stats_to_json(const SloStatsEntry& entry);
 // over its lcores and egress ports; percentiles from dataplane/pipeline_counters.h's buckets).
 struct ClassLatency {
     uint64_t packets = 0, mean_ns = 0, p50_ns = 0, p99_ns = 0, p999_ns = 0, max_ns = 0;
+    uint64_t sum_ns = 0;
+    // In the scheduler's log2 layout (sched/counters.h), where the reader keeps a histogram.
+    std::optional<std::array<uint64_t, sched::kSojournHistogramBuckets>> log2_histogram;
 };
 using ClassLatencyReader = std::function<ClassLatency(size_t class_index)>;
 
@@ -74,7 +79,8 @@ nlohmann::json classifier_counters_to_json(const classifier::ClassifierCounters&
 nlohmann::json queue_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node);
 // stats(classes): per class, classifier counters plus its entry nodes' counters summed over
 // the egress ports, its pipeline latency {"packets", "mean_ns", "p50_ns", "p99_ns", "p999_ns",
-// "max_ns"} (zeros without `read_latency`), and for a class with an slo "slo":
+// "max_ns"} (zeros without `read_latency`; with its histogram also "sum_ns" and
+// "log2_histogram": [40 counts] as the sojourn's), and for a class with an slo "slo":
 // [slo_stats_to_json per egress port].
 nlohmann::json class_stats_json(const conf::Policy& policy, const NodeCountersReader& read_node,
                                 const ClassifiedCountersReader& read_classified,

@@ -115,6 +115,29 @@ int status_command(const char*, const char*, rte_tel_data* data) {
     });
 }
 
+// status()'s lcores keyed by lcore id: role, loop passes and CPU taken (arrays left out).
+int lcores_command(const char*, const char*, rte_tel_data* data) {
+    return guarded(data, [&](DaemonApi& api) {
+        const ApiResult result = api.status();
+        if (!result.ok()) return answer_error(data, result.error());
+        rte_tel_data_start_dict(data);
+        const json& lcores = result.value().contains("lcores") ? result.value()["lcores"] : json();
+        if (!lcores.is_array()) return 0;
+        for (const json& lcore : lcores) {
+            if (!lcore.is_object() || !lcore.contains("lcore")) continue;
+            rte_tel_data* container = rte_tel_data_alloc();
+            if (container == nullptr) return -ENOMEM;
+            rte_tel_data_start_dict(container);
+            fill_flat_dict(container, lcore);
+            if (rte_tel_data_add_dict_container(data, dict_key(lcore["lcore"].dump()).c_str(),
+                                                container, 0) != 0) {
+                rte_tel_data_free(container);
+            }
+        }
+        return 0;
+    });
+}
+
 int class_stats_command(const char*, const char*, rte_tel_data* data) {
     return guarded(data, [&](DaemonApi& api) {
         return answer_named_list(data, api.stats(StatsScope::classes));
@@ -186,6 +209,9 @@ std::string register_telemetry(DaemonApi& api) {
     const Command commands[] = {
         {"/twinlane/status", status_command,
          "twinlane version, uptime, policy source and epoch. Takes no parameters"},
+        {"/twinlane/lcores", lcores_command,
+         "twinlane lcores: role, busy loop passes, CPU taken by other threads. Takes no "
+         "parameters"},
         {"/twinlane/stats/classes", class_stats_command,
          "twinlane per-class classifier and queue counters. Takes no parameters"},
         {"/twinlane/stats/slo", slo_stats_command,

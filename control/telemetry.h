@@ -1,8 +1,11 @@
 // DPDK telemetry commands answered from DaemonApi, for operators who already use
 // dpdk-telemetry.py:
 //   /twinlane/status          version, uptime, policy source and epoch, log level
+//   /twinlane/lcores          per lcore: role, busy loop passes, CPU taken by other threads
 //   /twinlane/stats/classes   per class: classified and queue counters (dict per class name)
 //   /twinlane/stats/ports     per port: rx/tx packets, bytes, drops, rates
+//   /twinlane/stats/slo       per class and egress port: its latency SLO's windows and actions
+//   /twinlane/stats/pfc       per port and priority: PFC pauses sent and honoured, storms
 //
 // rte_telemetry callbacks carry no user pointer, so the API they answer from is kept in one
 // process-wide slot: register_telemetry(api) sets it (the API must outlive the process's

@@ -375,6 +375,8 @@ ApiResult DaemonControl::status() {
             entry["pass_p50_ns"] = loop.percentile_ns(kP50Ppm);
             entry["pass_p99_ns"] = loop.percentile_ns(kP99Ppm);
             entry["pass_max_ns"] = loop.max_ns;
+            entry["pass_sum_ns"] = loop.sum_ns;
+            entry["pass_log2_histogram"] = log2_histogram(loop.buckets);
             if (loop.cpu) add_thread_cpu(entry, *loop.cpu);
         }
         lcores.push_back(std::move(entry));
@@ -492,6 +494,8 @@ ApiResult DaemonControl::stats(control::StatsScope scope) {
                     l.p99_ns = s.latency_percentile_ns(kP99Ppm);
                     l.p999_ns = s.latency_percentile_ns(kP999Ppm);
                     l.max_ns = s.latency_max_ns;
+                    l.sum_ns = s.latency_sum_ns;
+                    l.log2_histogram = log2_histogram(s.latency_buckets);
                     return l;
                 };
                 return ApiResult::success(

@@ -582,6 +582,7 @@ uint32_t transmit_pass(EgressTask& e, LcoreCounters& c, const PipelineShared& sh
 
 void count_busy_pass(LoopCounters& loop, uint64_t pass_ns) {
     loop.busy_passes.add(1);
+    loop.busy_pass_sum_ns.add(pass_ns);
     loop.busy_pass_max_ns.raise_to(pass_ns);
     loop.busy_pass_ns[LatencyLayout::bucket_of(pass_ns)].add(1);
 }

@@ -100,9 +100,20 @@ uint64_t CounterSnapshot::Lane::latency_percentile_ns(uint32_t quantile_ppm) con
     return bucket_percentile_ns(latency_buckets, latency_max_ns, quantile_ppm);
 }
 
+Log2Histogram log2_histogram(const std::array<uint64_t, kLatencyBuckets>& buckets) {
+    Log2Histogram out{};
+    for (uint32_t b = 0; b < kLatencyBuckets; ++b) {
+        const uint32_t i =
+            std::min(LatencyLayout::bit_width_of_bucket(b), sched::kSojournHistogramBuckets - 1);
+        out[i] += buckets[b];
+    }
+    return out;
+}
+
 LoopSnapshot loop_snapshot(const LcoreCounters& lcore) {
     LoopSnapshot s;
     s.busy_passes = lcore.loop.busy_passes.read();
+    s.sum_ns = lcore.loop.busy_pass_sum_ns.read();
     s.max_ns = lcore.loop.busy_pass_max_ns.read();
     for (uint32_t b = 0; b < kLatencyBuckets; ++b)
         s.buckets[b] = lcore.loop.busy_pass_ns[b].read();

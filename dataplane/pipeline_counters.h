@@ -104,6 +104,7 @@ struct StageCounters {
 // driver calls, time slices lost to other threads of the CPU: `thread` says how much).
 struct LoopCounters {
     RelaxedCounter busy_passes;
+    RelaxedCounter busy_pass_sum_ns;
     RelaxedCounter busy_pass_max_ns;
     LatencyBuckets busy_pass_ns;
     LoopThread thread;
@@ -125,9 +126,16 @@ struct alignas(64) LcoreCounters {
 uint64_t bucket_percentile_ns(const std::array<uint64_t, kLatencyBuckets>& buckets, uint64_t max_ns,
                               uint32_t quantile_ppm);
 
+// A histogram in LatencyLayout's buckets folded into the scheduler's log2 layout (bucket i:
+// [2^(i-1), 2^i) ns, the last one everything above), exact because a log-linear bucket never
+// straddles a power of two. The layout the metrics export every latency histogram in.
+using Log2Histogram = std::array<uint64_t, sched::kSojournHistogramBuckets>;
+Log2Histogram log2_histogram(const std::array<uint64_t, kLatencyBuckets>& buckets);
+
 // One lcore's LoopCounters, read.
 struct LoopSnapshot {
     uint64_t busy_passes = 0;
+    uint64_t sum_ns = 0;
     uint64_t max_ns = 0;
     std::array<uint64_t, kLatencyBuckets> buckets{};
     std::optional<ThreadCpu> cpu;  // since the loop started; nullopt where /proc cannot say

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -124,7 +125,7 @@ TEST(MetricsText, HistogramBucketsAreCumulative) {
     }
     ASSERT_EQ(buckets.size(), 2u);
     for (const auto& [cls, list] : buckets) {
-        ASSERT_EQ(list.size(), 41u);  // 40 log2 buckets + +Inf
+        ASSERT_EQ(list.size(), 40u);  // 40 log2 buckets, the last one unbounded: +Inf
         for (size_t i = 1; i < list.size(); ++i)
             EXPECT_GE(list[i]->value, list[i - 1]->value);
         EXPECT_NE(list.back()->labels.find("le=\"+Inf\""), std::string::npos);
@@ -173,6 +174,35 @@ TEST(MetricsText, QdiscStyleQueueSeries) {
 // classifiers' counters.
 class DaemonStatusApi : public FakeDaemonApi {
   public:
+    // A control lcore (no loop), a scheduler lcore with every field, and an RX lcore whose
+    // CPU times /proc could not give.
+    static nlohmann::json lcores() {
+        nlohmann::json passes = nlohmann::json::array();
+        for (int i = 0; i < 40; ++i)
+            passes.push_back(i == 11 ? 7 : i == 21 ? 3 : 0);  // 7 in [1024, 2048), 3 above 1 ms
+        return nlohmann::json::array({{{"lcore", 0}, {"role", "control"}, {"ports", {}}},
+                                      {{"lcore", 1},
+                                       {"role", "scheduler"},
+                                       {"ports", {"west"}},
+                                       {"busy_passes", 10},
+                                       {"pass_p50_ns", 2047},
+                                       {"pass_p99_ns", 1'500'000},
+                                       {"pass_max_ns", 1'500'000},
+                                       {"pass_sum_ns", 4'510'000},
+                                       {"pass_log2_histogram", passes},
+                                       {"run_ns", 2'000'000'000ULL},
+                                       {"runqueue_wait_ns", 5'700'000},
+                                       {"involuntary_switches", 10}},
+                                      {{"lcore", 2},
+                                       {"role", "rx"},
+                                       {"ports", {"west"}},
+                                       {"busy_passes", 0},
+                                       {"pass_p50_ns", 0},
+                                       {"pass_p99_ns", 0},
+                                       {"pass_max_ns", 0},
+                                       {"pass_sum_ns", 0},
+                                       {"pass_log2_histogram", std::vector<int>(40, 0)}}});
+    }
     static nlohmann::json classifier() {
         classifier::ClassifierCounters c;
         c.malformed[size_t(classifier::MalformedReason::vlan_truncated)] = 11;
@@ -195,6 +225,7 @@ class DaemonStatusApi : public FakeDaemonApi {
              {"policy_last_load_ok", false},
              {"reloads", {{"attempts", 3}, {"failures", 1}, {"last_error", "bad"}}},
              {"classifier", classifier()},
+             {"lcores", lcores()},
              {"ports", nlohmann::json::array({{{"name", "west"},
                                                {"link_up", true},
                                                {"speed_mbps", 25000},
@@ -241,6 +272,95 @@ TEST(MetricsText, StatusSeriesFromTheDaemon) {
               std::string::npos);
     EXPECT_NE(text.find("twinlane_classifier_elephants_total 1\n"), std::string::npos);
     EXPECT_NE(text.find("twinlane_classifier_reclassifications_total 9\n"), std::string::npos);
+}
+
+TEST(MetricsText, LcoreSeriesForEveryForwardingLcore) {
+    DaemonStatusApi api;
+    const std::string text = prometheus_text(api);
+    const auto samples = parse_checked(text);
+    const std::string sched = R"(lcore="1",role="scheduler")";
+    EXPECT_NE(
+        text.find("twinlane_lcore_busy_pass_seconds_bucket{" + sched + ",le=\"0.000001023\"} 0\n"),
+        std::string::npos)
+        << text;
+    EXPECT_NE(
+        text.find("twinlane_lcore_busy_pass_seconds_bucket{" + sched + ",le=\"0.000002047\"} 7\n"),
+        std::string::npos);
+    EXPECT_NE(text.find("twinlane_lcore_busy_pass_seconds_bucket{" + sched + ",le=\"+Inf\"} 10\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_lcore_busy_pass_seconds_sum{" + sched + "} 0.00451\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_lcore_busy_pass_seconds_count{" + sched + "} 10\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_lcore_busy_pass_max_seconds{" + sched + "} 0.0015\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_lcore_run_seconds_total{" + sched + "} 2\n"), std::string::npos);
+    EXPECT_NE(text.find("twinlane_lcore_runqueue_wait_seconds_total{" + sched + "} 0.0057\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_lcore_preemptions_total{" + sched + "} 10\n"), std::string::npos);
+    // The RX lcore has its loop series but no CPU series (/proc could not say); the control
+    // lcore runs no loop and has none.
+    EXPECT_NE(text.find(R"(twinlane_lcore_busy_pass_seconds_count{lcore="2",role="rx"} 0)"),
+              std::string::npos);
+    EXPECT_EQ(text.find(R"(twinlane_lcore_runqueue_wait_seconds_total{lcore="2")"),
+              std::string::npos);
+    EXPECT_EQ(text.find(R"(role="control")"), std::string::npos);
+    // Without lcores in status (FakeDaemonApi), no lcore series at all.
+    FakeDaemonApi plain;
+    EXPECT_EQ(prometheus_text(plain).find("twinlane_lcore_"), std::string::npos);
+}
+
+// Classes whose pipeline latency carries the daemon's histogram (inference) or not (training:
+// what PolicyStore offline gives).
+class PipelineLatencyApi : public FakeDaemonApi {
+  public:
+    ApiResult stats(StatsScope scope) override {
+        ApiResult result = FakeDaemonApi::stats(scope);
+        if (scope != StatsScope::classes) return result;
+        nlohmann::json classes = result.value();
+        std::array<uint64_t, sched::kSojournHistogramBuckets> histogram{};
+        histogram[15] = 90;  // [16.4, 32.8) us
+        histogram[17] = 9;   // [65.5, 131) us
+        histogram[39] = 1;   // 2^38 ns (4.6 minutes) and above: counted in +Inf only
+        for (nlohmann::json& cls : classes) {
+            cls["latency"] = {
+                {"packets", 100}, {"p99_ns", 100'000}, {"max_ns", 300'000'000'000ULL}};
+            if (cls["name"] == "inference") {
+                cls["latency"]["sum_ns"] = 302'000'000'000ULL;
+                cls["latency"]["log2_histogram"] = histogram;
+            }
+        }
+        return ApiResult::success(std::move(classes));
+    }
+};
+
+TEST(MetricsText, PipelineLatencyHistogramWhereTheDaemonKeepsOne) {
+    PipelineLatencyApi api;
+    const std::string text = prometheus_text(api);
+    const auto samples = parse_checked(text);
+    std::vector<const Sample*> buckets;
+    for (const Sample& s : samples) {
+        if (s.name == "twinlane_class_pipeline_latency_seconds_bucket") buckets.push_back(&s);
+    }
+    ASSERT_EQ(buckets.size(), 40u) << text;  // inference only
+    for (const Sample* b : buckets)
+        EXPECT_NE(b->labels.find(R"(class="inference")"), std::string::npos);
+    const std::string cls = R"(class="inference")";
+    EXPECT_NE(text.find("twinlane_class_pipeline_latency_seconds_bucket{" + cls +
+                        ",le=\"0.000032767\"} 90\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_class_pipeline_latency_seconds_bucket{" + cls +
+                        ",le=\"274.877906943\"} 99\n"),
+              std::string::npos);
+    EXPECT_NE(
+        text.find("twinlane_class_pipeline_latency_seconds_bucket{" + cls + ",le=\"+Inf\"} 100\n"),
+        std::string::npos);
+    EXPECT_NE(text.find("twinlane_class_pipeline_latency_seconds_sum{" + cls + "} 302\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_class_pipeline_latency_max_seconds{" + cls + "} 300\n"),
+              std::string::npos);
+    EXPECT_EQ(text.find(R"(twinlane_class_pipeline_latency_max_seconds{class="training"})"),
+              std::string::npos);
 }
 
 // A port with PFC: one entry per priority the daemon saw activity on.

@@ -294,12 +294,19 @@ TEST(PolicyStore, ClassStatsCarryThePipelineLatency) {
     const auto zero_nodes = [](size_t, const std::string&) { return sched::QueueCounters{}; };
     const auto classified = [](size_t) { return classifier::ClassCounters{}; };
     const auto latency = [](size_t cls) {
-        return ClassLatency{.packets = 10 + cls,
-                            .mean_ns = 1'000,
-                            .p50_ns = 900,
-                            .p99_ns = 4'000,
-                            .p999_ns = 9'000,
-                            .max_ns = 12'000};
+        ClassLatency l{.packets = 10 + cls,
+                       .mean_ns = 1'000,
+                       .p50_ns = 900,
+                       .p99_ns = 4'000,
+                       .p999_ns = 9'000,
+                       .max_ns = 12'000,
+                       .sum_ns = 1'000 * (10 + cls),
+                       .log2_histogram = std::nullopt};
+        if (cls == 1) {  // a reader that keeps the histogram (the daemon) gives it and the sum
+            l.log2_histogram.emplace();
+            (*l.log2_histogram)[10] = 11;
+        }
+        return l;
     };
     const json classes = class_stats_json(policy, zero_nodes, classified, {}, latency);
     ASSERT_EQ(classes.size(), 3u);
@@ -310,6 +317,9 @@ TEST(PolicyStore, ClassStatsCarryThePipelineLatency) {
                                            {"p999_ns", 9'000},
                                            {"max_ns", 12'000}}));
     EXPECT_EQ(classes[2]["latency"]["packets"], 12);
+    EXPECT_EQ(classes[1]["latency"]["sum_ns"], 11'000);
+    ASSERT_EQ(classes[1]["latency"]["log2_histogram"].size(), sched::kSojournHistogramBuckets);
+    EXPECT_EQ(classes[1]["latency"]["log2_histogram"][10], 11);
 }
 
 // The reload-failure signal: every change request is counted by kind and outcome, and a

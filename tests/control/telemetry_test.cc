@@ -129,5 +129,43 @@ TEST_F(TelemetryTest, PfcPerPortAndPriority) {
     unregister_telemetry();
 }
 
+// A scheduler lcore with its loop and CPU numbers next to the control lcore.
+class LcoresDaemonApi : public testing::FakeDaemonApi {
+  public:
+    ApiResult status() override {
+        return ApiResult::success(
+            {{"version", "test"},
+             {"lcores", json::array({{{"lcore", 0}, {"role", "control"}, {"ports", json::array()}},
+                                     {{"lcore", 1},
+                                      {"role", "scheduler"},
+                                      {"ports", {"west"}},
+                                      {"busy_passes", 10},
+                                      {"pass_max_ns", 1500},
+                                      {"pass_log2_histogram", std::vector<int>(40, 1)},
+                                      {"runqueue_wait_ns", 5700},
+                                      {"involuntary_switches", 2}}})}});
+    }
+};
+
+TEST_F(TelemetryTest, LcoresKeyedByLcoreId) {
+    ASSERT_TRUE(eal_ok_) << "rte_eal_init failed";
+    LcoresDaemonApi api;
+    ASSERT_EQ(register_telemetry(api), "");
+    const json reply = query("/twinlane/lcores");
+    ASSERT_TRUE(reply.is_object() && reply.contains("/twinlane/lcores")) << reply.dump();
+    const json& lcores = reply["/twinlane/lcores"];
+    ASSERT_TRUE(lcores.contains("0") && lcores.contains("1")) << reply.dump();
+    EXPECT_EQ(lcores["0"]["role"], "control");
+    EXPECT_FALSE(lcores["0"].contains("busy_passes"));
+    const json& sched = lcores["1"];
+    EXPECT_EQ(sched["role"], "scheduler");
+    EXPECT_EQ(sched["busy_passes"], 10);
+    EXPECT_EQ(sched["pass_max_ns"], 1500);
+    EXPECT_EQ(sched["runqueue_wait_ns"], 5700);
+    EXPECT_EQ(sched["involuntary_switches"], 2);
+    EXPECT_FALSE(sched.contains("pass_log2_histogram")) << sched.dump();  // arrays left out
+    unregister_telemetry();
+}
+
 }  // namespace
 }  // namespace twinlane::control

@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace twinlane::dataplane {
 namespace {
@@ -85,6 +89,26 @@ TEST(PipelineCounters, LatencyBeyondTheLastBucketReadsAsTheMax) {
     record(*a, huge, 1);
     const CounterSnapshot s = snapshot({a.get()}, 1, 1);
     EXPECT_EQ(s.lanes[0].latency_percentile_ns(kP50Ppm), huge);
+}
+
+// The fold into the scheduler's log2 layout (sched/counters.h: bucket i holds [2^(i-1), 2^i)
+// ns, the last everything above) puts every value where the scheduler would, at every power
+// of two and next to it, up to beyond the log-linear layout's last bucket.
+TEST(PipelineCounters, Log2FoldPlacesEveryValueAsTheScheduler) {
+    std::vector<uint64_t> values = {0, 1, 2, 3, 15, 16, 17, 31, 32, 1'000, 50'000, 1'000'000};
+    for (uint32_t e = 1; e < 63; ++e) {
+        const uint64_t p = uint64_t{1} << e;
+        values.insert(values.end(), {p - 1, p, p + 1, p + p / 2});
+    }
+    for (const uint64_t v : values) {
+        std::array<uint64_t, kLatencyBuckets> buckets{};
+        buckets[LatencyLayout::bucket_of(v)] = 3;
+        const Log2Histogram folded = log2_histogram(buckets);
+        const uint32_t expected = std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(v)),
+                                                     sched::kSojournHistogramBuckets - 1);
+        for (uint32_t i = 0; i < folded.size(); ++i)
+            EXPECT_EQ(folded[i], i == expected ? 3u : 0u) << "value " << v << " bucket " << i;
+    }
 }
 
 TEST(PipelineCounters, EverySchedReasonHasADistinctCause) {

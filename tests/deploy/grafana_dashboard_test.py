@@ -10,7 +10,8 @@
 - every twinlane_ series a query names is one control/README.md documents (names stay in step
   with renames), and the views the issue asks for are there: per-class throughput and link
   share, a latency heatmap and p99 per class, drops by reason, ECN marks, queue depths, port
-  rates, policy epoch and reload events, SLO attainment and the SLO controller's actions.
+  rates, policy epoch and reload events, SLO attainment and the SLO controller's actions, the
+  RX to TX latency per class and the lcores' busy passes and CPU taken.
 That every query returns data from a real Prometheus is tests/integration/prometheus_test.sh.
 """
 import json
@@ -107,6 +108,10 @@ def main():
          has(r"twinlane_class_slo_last_window_latency_seconds"), "no SLO attainment")
     need(has(r"twinlane_class_slo_cap_bits_per_second") and
          has(r"twinlane_class_slo_downgraded_flows"), "no SLO actions (cap, downgrades)")
+    need(has(r"histogram_quantile\(0\.99, .*twinlane_class_pipeline_latency_seconds_bucket"),
+         "no RX to TX latency per class")
+    need(has(r"twinlane_lcore_runqueue_wait_seconds_total") and
+         has(r"twinlane_lcore_busy_pass_seconds_bucket"), "no lcore views (CPU taken, passes)")
     heatmaps = [p for p in panels if p["type"] == "heatmap"]
     need(all(p.get("repeat") == "class" for p in heatmaps), "the heatmap is not one per class")
 

@@ -4,7 +4,8 @@
 #    live numbers (roles from the lcore plan, class counters that grow, the training flows),
 #  - GET /metrics on 127.0.0.1 (--metrics-port) has twinlane_ class counters that grow with
 #    traffic, and the port rates are non-zero,
-#  - DPDK telemetry /twinlane/stats/classes answers on the EAL's telemetry socket,
+#  - DPDK telemetry /twinlane/stats/classes and /twinlane/lcores answer on the EAL's telemetry
+#    socket,
 #  - `class set training limit_packets 1` with a thinner flow (the probe) in the training fq
 #    leaf: the leaf pushes out its only packet for it, and the daemon keeps running (it died
 #    of SIGSEGV about a second after the change),
@@ -104,6 +105,12 @@ s.recv(1024)  # greeting
 s.send(b"/twinlane/stats/classes")
 reply = json.loads(s.recv(65536))["/twinlane/stats/classes"]
 assert reply["training"]["classified_packets"] > 0, reply
+# Each forwarding lcore by its id: its passes and CPU numbers, as in status.
+s.send(b"/twinlane/lcores")
+lcores = json.loads(s.recv(65536))["/twinlane/lcores"]
+assert {l["role"] for l in lcores.values()} >= {"rx", "scheduler"}, lcores
+for lcore in lcores.values():
+    assert lcore["busy_passes"] > 0 and lcore["run_ns"] > 0 and "runqueue_wait_ns" in lcore, lcore
 PY
 
 # The smallest packet limit `class set` accepts, on the fq leaf under the bulk drr. The probe's
@@ -162,5 +169,5 @@ rc=0
 [ "$rc" -eq 3 ] || fail "twinlanectl after the daemon stopped exited $rc: $(cat gone.txt)"
 grep -q "twinlane daemon not running" gone.txt || fail "after stop: $(cat gone.txt)"
 echo "PASS: status, stats, flows --top 5, watch --count 2, /metrics (class counters grow)," \
-     "telemetry /twinlane/stats/classes, limit_packets 1 on an fq leaf under drr, on a" \
-     "running daemon; exit 3 with no daemon"
+     "telemetry /twinlane/stats/classes and /twinlane/lcores, limit_packets 1 on an fq leaf" \
+     "under drr, on a running daemon; exit 3 with no daemon"
