@@ -41,9 +41,9 @@ class LatencyHistogram {
         return ((kSub + sub) << shift) + ((uint64_t{1} << shift) - 1);
     }
 
-    // The bit width shared by every value in `bucket` (0 for the 0 ns bucket; 41 for the last,
-    // whose values are 2^40 ns and up): its bucket in a log2 histogram such as the scheduler's
-    // (sched/counters.h), which the metrics export.
+    // The bit width shared by the values in `bucket` (0 for the 0 ns bucket; 41 for the last,
+    // which also holds every value from 2^41 ns up): its bucket in a log2 histogram such as the
+    // scheduler's (sched/counters.h), which the metrics export.
     static uint32_t bit_width_of_bucket(uint32_t bucket) {
         if (bucket < kSub) return static_cast<uint32_t>(std::bit_width(bucket));
         return kSubBits + 1 + (bucket - kSub) / kSub;
