@@ -253,20 +253,17 @@ void add_lcore(Exposition& out, const json& lcore) {
 void add_slo(Exposition& out, const std::string& class_name, const json& slo) {
     const Labels labels{{"class", class_name}, {"port", text_of(slo, "port")}};
     const json& objective = field(slo, "objective");
-    const auto ns = [](const json& value) {
-        return value.is_number_unsigned() ? value.get<uint64_t>() : uint64_t{0};
-    };
     if (objective.is_object()) {
         if (objective.contains("target_ns")) {
             Labels with_percentile = labels;
             with_percentile.emplace_back("percentile", text_of(objective, "percentile"));
             out.seconds("twinlane_class_slo_target_seconds", "gauge",
                         "The latency the class's SLO allows at its percentile.", with_percentile,
-                        ns(field(objective, "target_ns")));
+                        u64_of(field(objective, "target_ns")));
         }
         out.seconds("twinlane_class_slo_window_seconds", "gauge",
                     "The window over which the SLO is judged.", labels,
-                    ns(field(objective, "window_ns")));
+                    u64_of(field(objective, "window_ns")));
         if (objective.contains("min_share"))
             out.gauge("twinlane_class_slo_min_share_ratio",
                       "The throughput floor, as a share of the port rate.", labels,
@@ -295,7 +292,7 @@ void add_slo(Exposition& out, const std::string& class_name, const json& slo) {
     if (last.is_object()) {
         out.seconds("twinlane_class_slo_last_window_latency_seconds", "gauge",
                     "The latency at the SLO's percentile in the last judged window.", labels,
-                    ns(field(last, "percentile_ns")));
+                    u64_of(field(last, "percentile_ns")));
         out.gauge("twinlane_class_slo_last_window_met", "1 if the last judged window met the SLO.",
                   labels, field(last, "met"));
     }
@@ -303,7 +300,7 @@ void add_slo(Exposition& out, const std::string& class_name, const json& slo) {
     if (worst.is_object()) {
         out.seconds("twinlane_class_slo_worst_window_latency_seconds", "gauge",
                     "The highest latency at the SLO's percentile over every judged window.", labels,
-                    ns(field(worst, "percentile_ns")));
+                    u64_of(field(worst, "percentile_ns")));
     }
     const json& cap = field(slo, "cap_bits_per_sec");
     if (cap.is_number())
