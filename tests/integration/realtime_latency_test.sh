@@ -32,10 +32,13 @@ bench=$(realpath "$2")
 # taken from the lcore (4 ms by a kernel thread, seen) delays every packet queued behind it,
 # and with 1% of a 50 ms trace's inference that is the p99. judge.py exits 2 instead of 1 when
 # the judged run's longest loop pass is above the p99 being judged (for twinlane's, FIFO p99 /
-# 5) and that lcore's thread waited at least that long for its CPU since its loop started (the
-# run report's runqueue_wait_ns, from /proc): the CPU was taken. Such a case is run again, at
-# most 3 runs; a failure without a long pass fails at once, and one that repeats in 3 runs of 3
-# fails too, so a slow scheduler cannot pass as a slow machine.
+# 5): a pass moves a few bursts (its p99 is 10-20 us), so one that long had its CPU taken. The
+# run report's runqueue_wait_ns (from /proc) shows when other threads took it; it cannot show
+# the hypervisor's or interrupts' share (a CI machine's benchmark showed a 152 us pass with 0 us waited),
+# so the long pass alone decides and the wait is printed. Such a case is run again, at most 3
+# runs; a failure without a long pass fails at once (the latency was queueing, the scheduler's),
+# and one that repeats in 3 runs of 3 fails too, so a slow scheduler cannot pass as a slow
+# machine.
 cat >"$WORK/judge.py" <<'PY'
 import json, sys
 mode, path = sys.argv[1], sys.argv[2]
@@ -57,9 +60,10 @@ def check(ok, why, run, bound_us):
         return
     role, loop = max(run["loops"].items(), key=lambda item: item[1]["max"])
     longest, waited_us = loop["max"], loop.get("runqueue_wait_ms", 0) * 1e3
-    taken = longest > bound_us and waited_us >= longest
-    print(f"{why} ({role}: longest loop pass {longest:.0f} us, its CPU taken {waited_us:.0f} us "
-          f"in {loop.get('preemptions', '?')} preemptions: "
+    taken = longest > bound_us
+    print(f"{why} ({role}: longest loop pass {longest:.0f} us against {bound_us:.0f} us judged, "
+          f"passes p99 {loop['p99']:.0f} us; other threads took its CPU {waited_us:.0f} us in "
+          f"{loop.get('preemptions', '?')} preemptions: "
           f"{'the CPU was taken' if taken else 'not a lost CPU'})")
     sys.exit(2 if taken else 1)
 
