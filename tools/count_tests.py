@@ -4,7 +4,9 @@
 Usage: count_tests.py BUILD_DIR/meson-logs [MORE_LOG_DIRS...]
 Reads testlog.junit.xml (cases) and testlog.json (one line per test binary or script). A binary
 that crashed or timed out before writing its cases still counts as one failure.
-Prints failing cases, then `tests: N passed, N failed`. Exit code 1 if any failed or none ran.
+Prints the last lines of each failed run's output (so that a CI log that keeps only its tail
+still says why), the failing cases, then `tests: N passed, N failed`. Exit code 1 if any failed
+or none ran.
 """
 import json
 import os
@@ -12,6 +14,8 @@ import sys
 import xml.etree.ElementTree as ET
 
 OK_RESULTS = {"OK", "SKIP", "EXPECTEDFAIL"}
+MAX_RUNS_SHOWN = 4  # failed runs whose output's tail is printed
+TAIL_LINES = 20
 
 
 def main():
@@ -24,8 +28,12 @@ def main():
         failed += f
         failures += cases
         failed_runs += runs
-    for r in failed_runs:
-        print(f"failed run: {r}")
+    for name, tail in failed_runs[:MAX_RUNS_SHOWN]:
+        print(f"== output of the failed run {name}, last lines ==")
+        for line in tail:
+            print(f"  | {line}")
+    for name, _ in failed_runs:
+        print(f"failed run: {name}")
     for f in failures:
         print(f"failed: {f}")
     print(f"tests: {passed} passed, {failed} failed")
@@ -54,7 +62,8 @@ def count(log_dir):
             if line.strip():
                 run = json.loads(line)
                 if run.get("result") not in OK_RESULTS:
-                    failed_runs.append(f"{run.get('name')} ({run.get('result')})")
+                    tail = (run.get("stdout") or "").rstrip("\n").splitlines()[-TAIL_LINES:]
+                    failed_runs.append((f"{run.get('name')} ({run.get('result')})", tail))
     return passed, max(failed, len(failed_runs)), failures, failed_runs
 
 
