@@ -27,6 +27,8 @@
 //                           (daemon, forwarding lcores) "busy_passes", "pass_p50_ns",
 //                           "pass_p99_ns", "pass_max_ns", "pass_sum_ns",
 //                           "pass_log2_histogram": [40 counts, the sojourn's layout],
+//                           "poll_gap_max_ns" (the longest between two passes' starts,
+//                           idle passes included),
 //                           (where /proc says) "run_ns", "runqueue_wait_ns",
 //                           "involuntary_switches"}],
 //               "classifier": (daemon only) control/stats_json.h's

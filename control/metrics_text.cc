@@ -236,6 +236,10 @@ void add_lcore(Exposition& out, const json& lcore) {
     out.seconds("twinlane_lcore_busy_pass_max_seconds", "gauge",
                 "The lcore's longest busy pass since start.", labels,
                 u64_of(field(lcore, "pass_max_ns")));
+    out.seconds("twinlane_lcore_poll_gap_max_seconds", "gauge",
+                "The longest time between two passes' starts, idle passes included: the longest "
+                "the lcore's inputs went unpolled.",
+                labels, u64_of(field(lcore, "poll_gap_max_ns")));
     if (!lcore.contains("runqueue_wait_ns")) return;  // /proc could not say
     out.seconds("twinlane_lcore_run_seconds_total", "counter",
                 "Time the lcore's thread ran on its CPU since its loop started.", labels,

@@ -25,6 +25,7 @@
 //   class_pipeline_latency_seconds histogram (same buckets), class_pipeline_latency_max_seconds
 //     {class}: RX -> tx_burst through the realtime pipeline, where the daemon keeps it
 //   lcore_busy_pass_seconds histogram (same buckets), lcore_busy_pass_max_seconds,
+//   lcore_poll_gap_max_seconds,
 //   lcore_{run,runqueue_wait}_seconds_total, lcore_preemptions_total{lcore,role}: the
 //     forwarding lcores' loops and the CPU other threads took from them (status's lcores)
 // A field the API does not return is not exported (no placeholder zeros), except counters

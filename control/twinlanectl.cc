@@ -141,6 +141,14 @@ void print_status(std::ostream& out, const json& status) {
                           static_cast<double>(u64(lcore, "pass_max_ns")) / 1e3);
             passes = std::to_string(u64(lcore, "busy_passes")) + "  " + text;
         }
+        // The longest its inputs went unpolled, idle passes included.
+        std::string gap = "-";
+        if (lcore.contains("poll_gap_max_ns")) {
+            char text[32];
+            std::snprintf(text, sizeof text, "%.1f",
+                          static_cast<double>(u64(lcore, "poll_gap_max_ns")) / 1e3);
+            gap = text;
+        }
         // What other threads took from its CPU since the loop started (a daemon on Linux).
         std::string taken = "-";
         if (lcore.contains("runqueue_wait_ns")) {
@@ -151,12 +159,12 @@ void print_status(std::ostream& out, const json& status) {
             taken = text;
         }
         lcores.push_back({std::to_string(u64(lcore, "lcore")), str(lcore, "role"),
-                          ports_text.empty() ? "-" : ports_text, passes, taken});
+                          ports_text.empty() ? "-" : ports_text, passes, gap, taken});
     }
     if (!lcores.empty()) {
         out << '\n';
         print_table(out,
-                    {"LCORE", "ROLE", "PORTS", "BUSY PASSES  P50 / P99 / MAX us",
+                    {"LCORE", "ROLE", "PORTS", "BUSY PASSES  P50 / P99 / MAX us", "UNPOLLED MAX us",
                      "CPU TAKEN / PREEMPTIONS"},
                     lcores);
     }

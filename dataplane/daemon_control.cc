@@ -375,6 +375,7 @@ ApiResult DaemonControl::status() {
             entry["pass_p50_ns"] = loop.percentile_ns(kP50Ppm);
             entry["pass_p99_ns"] = loop.percentile_ns(kP99Ppm);
             entry["pass_max_ns"] = loop.max_ns;
+            entry["poll_gap_max_ns"] = loop.poll_gap_max_ns;
             entry["pass_sum_ns"] = loop.sum_ns;
             entry["pass_log2_histogram"] = log2_histogram(loop.buckets);
             if (loop.cpu) add_thread_cpu(entry, *loop.cpu);

@@ -680,10 +680,20 @@ void run_lcore(LcoreContext& ctx, PipelineShared& shared) {
         slo_drops.push_back(std::make_unique<GovernorDrops>(*e, c));
         e->governor->set_drop_handler(slo_drops.back().get());
     }
+    // The longest gap between passes' starts, in cycles here (a compare per pass), published in
+    // ns only when it grows: LoopCounters::poll_gap_max_ns.
+    uint64_t pass_start_tsc = rte_rdtsc();
+    uint64_t poll_gap_max_cycles = 0;
     while (!stop_requested()) {
         // One TSC read per stage: it is both the stage's clock and its cycle accounting (RX
         // bursts are stamped when the PMD returns them: rx_stage).
         const uint64_t rx_tsc = rte_rdtsc();
+        if (rx_tsc - pass_start_tsc > poll_gap_max_cycles) [[unlikely]] {
+            poll_gap_max_cycles = rx_tsc - pass_start_tsc;
+            c.loop.poll_gap_max_ns.raise_to(shared.clock.ns(rx_tsc) -
+                                            shared.clock.ns(pass_start_tsc));
+        }
+        pass_start_tsc = rx_tsc;
         if (ClassifierUpdate* update = ctx.classifier_updates.take()) {
             ctx.classifier->use_rules(*update->rules);
             ctx.classifier_updates.complete(*update);

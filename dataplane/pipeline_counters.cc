@@ -117,6 +117,7 @@ LoopSnapshot loop_snapshot(const LcoreCounters& lcore) {
     s.max_ns = lcore.loop.busy_pass_max_ns.read();
     for (uint32_t b = 0; b < kLatencyBuckets; ++b)
         s.buckets[b] = lcore.loop.busy_pass_ns[b].read();
+    s.poll_gap_max_ns = lcore.loop.poll_gap_max_ns.read();
     s.cpu = loop_thread_cpu(lcore.loop.thread);
     return s;
 }

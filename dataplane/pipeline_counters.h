@@ -102,11 +102,16 @@ struct StageCounters {
 // from the pass's first TSC read to its last. A packet that arrives while a pass runs waits for
 // the rest of it, so this is the loop's own share of the RX->TX latency (burst sizes, slow
 // driver calls, time slices lost to other threads of the CPU: `thread` says how much).
+// `poll_gap_max_ns` is the longest time from one pass's start to the next's, idle passes
+// included: the longest the lcore's inputs (RX queues, lane rings) went unpolled. A stall in an
+// idle pass (a preemption, an interrupt, the hypervisor) shows only there, and a packet that
+// waits in an RX ring for it is not in the RX->TX latency (stamped when the PMD returns it).
 struct LoopCounters {
     RelaxedCounter busy_passes;
     RelaxedCounter busy_pass_sum_ns;
     RelaxedCounter busy_pass_max_ns;
     LatencyBuckets busy_pass_ns;
+    RelaxedCounter poll_gap_max_ns;
     LoopThread thread;
 };
 
@@ -138,6 +143,7 @@ struct LoopSnapshot {
     uint64_t sum_ns = 0;
     uint64_t max_ns = 0;
     std::array<uint64_t, kLatencyBuckets> buckets{};
+    uint64_t poll_gap_max_ns = 0;
     std::optional<ThreadCpu> cpu;  // since the loop started; nullopt where /proc cannot say
 
     uint64_t percentile_ns(uint32_t quantile_ppm) const {

@@ -57,7 +57,8 @@ nlohmann::json loops_json(const RunReport& r) {
                                 {"pass_p50_ns", s.percentile_ns(kP50Ppm)},
                                 {"pass_p99_ns", s.percentile_ns(kP99Ppm)},
                                 {"pass_p999_ns", s.percentile_ns(kP999Ppm)},
-                                {"pass_max_ns", s.max_ns}};
+                                {"pass_max_ns", s.max_ns},
+                                {"poll_gap_max_ns", s.poll_gap_max_ns}};
         if (s.cpu) add_thread_cpu(entry, *s.cpu);
         out.push_back(std::move(entry));
     }
@@ -224,9 +225,12 @@ void print_report(const RunReport& r, bool json) {
         std::printf("  %s\n", l.role.c_str());
         if (l.loop.busy_passes == 0) continue;
         const LoopSnapshot& s = l.loop;
-        std::printf("    busy passes %llu: p50 %.1f us, p99 %.1f, p99.9 %.1f, max %.1f\n",
-                    static_cast<unsigned long long>(s.busy_passes), us(s.percentile_ns(kP50Ppm)),
-                    us(s.percentile_ns(kP99Ppm)), us(s.percentile_ns(kP999Ppm)), us(s.max_ns));
+        std::printf(
+            "    busy passes %llu: p50 %.1f us, p99 %.1f, p99.9 %.1f, max %.1f; inputs "
+            "unpolled at most %.1f us\n",
+            static_cast<unsigned long long>(s.busy_passes), us(s.percentile_ns(kP50Ppm)),
+            us(s.percentile_ns(kP99Ppm)), us(s.percentile_ns(kP999Ppm)), us(s.max_ns),
+            us(s.poll_gap_max_ns));
         if (s.cpu)
             std::printf(
                 "    its CPU taken by other threads: %.3f ms waiting to run (of %.3f ms "

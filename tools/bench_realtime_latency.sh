@@ -55,8 +55,10 @@
 # pipeline's part; on the wire a packet then follows at most the TX budget of bytes already
 # handed to the NIC. The goal line: inference p99 <= one maximum frame at the port rate (9018 B
 # at 10G: 7.2 us) + 10 us. "loop passes": each lcore's busy passes from the run report (what a
-# packet arriving in a pass may wait for), and how long its thread was runnable but off its CPU
-# since the loop started, with how many preemptions (the report's run_ns, runqueue_wait_ns and
+# packet arriving in a pass may wait for), "unpolled max" the longest from one pass's start to
+# the next's, idle passes included (poll_gap_max_ns: a stall in an idle pass shows only there,
+# and with paced input the frames due meanwhile wait for it), and how long its thread was
+# runnable but off its CPU since the loop started, with how many preemptions (the report's run_ns, runqueue_wait_ns and
 # involuntary_switches): on a shared machine, the time slices other threads took. Input and
 # egress Gbit/s are frame bytes over the serving time less the 200 ms of idle input before the
 # run stops.
@@ -222,6 +224,7 @@ for layout in LAYOUTS:
                           # from its CPU since the loop started (absent where /proc cannot say).
                           "loops": {l["role"]: {q: l[f"pass_{q}_ns"] / 1e3
                                                 for q in ("p50", "p99", "max")}
+                                    | {"unpolled_max": l["poll_gap_max_ns"] / 1e3}
                                     | ({"runqueue_wait_ms": l["runqueue_wait_ns"] / 1e6,
                                         "preemptions": l["involuntary_switches"]}
                                        if "runqueue_wait_ns" in l else {})
@@ -304,7 +307,7 @@ for case in out["cases"]:
         taken = (f"; its CPU taken {l['runqueue_wait_ms']:.1f} ms, {l['preemptions']} "
                  f"preemptions" if "runqueue_wait_ms" in l else "")
         print(f"      {role}: loop passes p50 {l['p50']:.1f} us, p99 {l['p99']:.1f}, "
-              f"max {l['max']:.1f}{taken}")
+              f"max {l['max']:.1f}, unpolled max {l['unpolled_max']:.1f}{taken}")
 if summary_path:
     json.dump(out, open(summary_path, "w"), indent=1)
 PY

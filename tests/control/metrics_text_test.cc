@@ -190,6 +190,7 @@ class DaemonStatusApi : public FakeDaemonApi {
                                        {"pass_max_ns", 1'500'000},
                                        {"pass_sum_ns", 4'510'000},
                                        {"pass_log2_histogram", passes},
+                                       {"poll_gap_max_ns", 4'000'000},
                                        {"run_ns", 2'000'000'000ULL},
                                        {"runqueue_wait_ns", 5'700'000},
                                        {"involuntary_switches", 10}},
@@ -201,7 +202,8 @@ class DaemonStatusApi : public FakeDaemonApi {
                                        {"pass_p99_ns", 0},
                                        {"pass_max_ns", 0},
                                        {"pass_sum_ns", 0},
-                                       {"pass_log2_histogram", std::vector<int>(40, 0)}}});
+                                       {"pass_log2_histogram", std::vector<int>(40, 0)},
+                                       {"poll_gap_max_ns", 0}}});
     }
     static nlohmann::json classifier() {
         classifier::ClassifierCounters c;
@@ -293,6 +295,8 @@ TEST(MetricsText, LcoreSeriesForEveryForwardingLcore) {
     EXPECT_NE(text.find("twinlane_lcore_busy_pass_seconds_count{" + sched + "} 10\n"),
               std::string::npos);
     EXPECT_NE(text.find("twinlane_lcore_busy_pass_max_seconds{" + sched + "} 0.0015\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("twinlane_lcore_poll_gap_max_seconds{" + sched + "} 0.004\n"),
               std::string::npos);
     EXPECT_NE(text.find("twinlane_lcore_run_seconds_total{" + sched + "} 2\n"), std::string::npos);
     EXPECT_NE(text.find("twinlane_lcore_runqueue_wait_seconds_total{" + sched + "} 0.0057\n"),

@@ -142,6 +142,7 @@ class LcoresDaemonApi : public testing::FakeDaemonApi {
                                       {"busy_passes", 10},
                                       {"pass_max_ns", 1500},
                                       {"pass_log2_histogram", std::vector<int>(40, 1)},
+                                      {"poll_gap_max_ns", 4000},
                                       {"runqueue_wait_ns", 5700},
                                       {"involuntary_switches", 2}}})}});
     }
@@ -161,6 +162,7 @@ TEST_F(TelemetryTest, LcoresKeyedByLcoreId) {
     EXPECT_EQ(sched["role"], "scheduler");
     EXPECT_EQ(sched["busy_passes"], 10);
     EXPECT_EQ(sched["pass_max_ns"], 1500);
+    EXPECT_EQ(sched["poll_gap_max_ns"], 4000);
     EXPECT_EQ(sched["runqueue_wait_ns"], 5700);
     EXPECT_EQ(sched["involuntary_switches"], 2);
     EXPECT_FALSE(sched.contains("pass_log2_histogram")) << sched.dump();  // arrays left out

@@ -388,7 +388,8 @@ for c in d.get('classes', []):
 for l in d.get('loops', []):
     print(f"    {l['role']}: {l['busy_passes']} busy loop passes, p50 {l['pass_p50_ns'] / 1000:.1f} us, "
           f"p99 {l['pass_p99_ns'] / 1000:.1f}, p99.9 {l['pass_p999_ns'] / 1000:.1f}, "
-          f"max {l['pass_max_ns'] / 1000:.1f}"
+          f"max {l['pass_max_ns'] / 1000:.1f}, inputs unpolled at most "
+          f"{l['poll_gap_max_ns'] / 1000:.1f}"
           + (f"; its CPU taken {l['runqueue_wait_ns'] / 1e6:.1f} ms in "
              f"{l['involuntary_switches']} preemptions" if "runqueue_wait_ns" in l else ""))
 cpu, (s0, k0), (s1, k1), ran = sys.argv[2], sys.argv[3].split(), sys.argv[4].split(), int(sys.argv[5])

@@ -40,9 +40,9 @@ grep -q "policy policy.yaml (epoch 1), log level info" status.txt || fail "statu
 grep -Eq "^0 +rx +in" status.txt && grep -Eq "^1 +scheduler +out" status.txt ||
     fail "status lacks the lcore roles: $(cat status.txt)"
 grep -Eq "^out +1 .* up " status.txt || fail "status lacks port out, link up: $(cat status.txt)"
-# Each lcore's loop: busy passes counted, their percentiles ordered; its thread's CPU time
-# since the loop started, from /proc: run (a polling loop runs), waiting for the CPU and
-# preemptions, none of it longer than the daemon has been up.
+# Each lcore's loop: busy passes counted, their percentiles ordered, the longest poll gap; its
+# thread's CPU time since the loop started, from /proc: run (a polling loop runs), waiting for
+# the CPU and preemptions, none of it longer than the daemon has been up.
 ctl -j status >status.json || fail "status --json failed"
 python3 - status.json <<'PY' || fail "status lacks the lcores' loops: $(cat status.json)"
 import json, sys
@@ -50,11 +50,12 @@ status = json.load(open(sys.argv[1]))
 for l in status["lcores"]:
     assert l["busy_passes"] > 0, l
     assert 0 < l["pass_p50_ns"] <= l["pass_p99_ns"] <= l["pass_max_ns"], l
+    assert 0 < l["poll_gap_max_ns"] < status["uptime_ns"], l
     assert 0 < l["run_ns"] and l["run_ns"] + l["runqueue_wait_ns"] <= status["uptime_ns"], l
     assert l["involuntary_switches"] >= 0, l
 PY
-grep -Eq "^0 +rx +in +[0-9]+ +[0-9.]+ / [0-9.]+ / [0-9.]+ +[0-9.]+ ms / [0-9]+" status.txt ||
-    fail "status table lacks the busy passes and CPU taken: $(cat status.txt)"
+grep -Eq "^0 +rx +in +[0-9]+ +[0-9.]+ / [0-9.]+ / [0-9.]+ +[0-9.]+ +[0-9.]+ ms / [0-9]+" status.txt ||
+    fail "status table lacks the busy passes, poll gap and CPU taken: $(cat status.txt)"
 
 ctl stats classes >classes1.txt || fail "stats classes failed"
 ctl flows --top 5 >flows.txt || fail "flows failed"
