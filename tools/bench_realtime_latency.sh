@@ -58,10 +58,10 @@
 # packet arriving in a pass may wait for), "unpolled max" the longest from one pass's start to
 # the next's, idle passes included (poll_gap_max_ns: a stall in an idle pass shows only there,
 # and with paced input the frames due meanwhile wait for it), and how long its thread was
-# runnable but off its CPU since the loop started, with how many preemptions (the report's run_ns, runqueue_wait_ns and
-# involuntary_switches): on a shared machine, the time slices other threads took. Input and
-# egress Gbit/s are frame bytes over the serving time less the 200 ms of idle input before the
-# run stops.
+# runnable but off its CPU since the loop started, with how many preemptions (the report's
+# run_ns, runqueue_wait_ns and involuntary_switches): on a shared machine, the time slices
+# other threads took. Input and egress Gbit/s are frame bytes over the serving time less the
+# 200 ms of idle input before the run stops.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
