@@ -4,7 +4,7 @@
 Usage: count_tests.py BUILD_DIR/meson-logs [MORE_LOG_DIRS...]
 Reads testlog.junit.xml (cases) and testlog.json (one line per test binary or script). A binary
 that crashed or timed out before writing its cases still counts as one failure.
-Prints the last lines of each failed run's output (so that a CI log that keeps only its tail
+Prints the last 40 lines of each failed run's output (so that a CI log that keeps only its tail
 still says why), the failing cases, then `tests: N passed, N failed`. Exit code 1 if any failed
 or none ran.
 """
@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 
 OK_RESULTS = {"OK", "SKIP", "EXPECTEDFAIL"}
 MAX_RUNS_SHOWN = 4  # failed runs whose output's tail is printed
-TAIL_LINES = 20
+TAIL_LINES = 40
 
 
 def main():
@@ -34,6 +34,9 @@ def main():
             print(f"  | {line}")
     for name, _ in failed_runs:
         print(f"failed run: {name}")
+    if failed_runs:
+        logs = ", ".join(os.path.join(d, "testlog.txt") for d in sys.argv[1:])
+        print(f"full output of every run: {logs}")
     for f in failures:
         print(f"failed: {f}")
     print(f"tests: {passed} passed, {failed} failed")

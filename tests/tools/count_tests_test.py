@@ -62,7 +62,7 @@ with tempfile.TemporaryDirectory() as tmp:
     expect(any(l.startswith("skipped: ") and "EmptyTree" in l for l in out), "skip shown", out)
     expect(not any("failed run" in l for l in out), "no failed run", out)
 
-    why = "\n".join(f"line {i}" for i in range(40)) + "\nFAIL: paced: latency out of bounds\n"
+    why = "\n".join(f"line {i}" for i in range(80)) + "\nFAIL: paced: latency out of bounds\n"
     bad_runs = [("twinlane:sched / sched_tests", "FAIL", "Quantum failed\n"),
                 ("twinlane:integration / realtime_latency", "FAIL", why),
                 ("twinlane:replay / crashed", "TIMEOUT", "")]
@@ -71,7 +71,10 @@ with tempfile.TemporaryDirectory() as tmp:
     # good: 3 passed; bad: 2 passed cases, 1 failed case, but 3 failed runs count as 3.
     expect(rc == 1 and out[-1] == "tests: 5 passed, 3 failed", "failures counted", out)
     expect("  | FAIL: paced: latency out of bounds" in out, "the reason printed", out)
-    expect("  | line 39" in out and "  | line 20" not in out, "only the last lines", out)
+    expect("  | line 79" in out and "  | line 41" in out and "  | line 40" not in out,
+           "only the last 40 lines", out)
+    expect(any(l.startswith("full output of every run: ") and "bad/testlog.txt" in l
+               for l in out), "where the whole output is", out)
     named = "failed run: twinlane:integration / realtime_latency (FAIL)"
     expect(named in out and "  | FAIL: paced: latency out of bounds" in out[:out.index(named)],
            "reason before the names", out)
