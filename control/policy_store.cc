@@ -6,6 +6,8 @@
 #include <array>
 #include <exception>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "conf/load_policy.h"
 #include "conf/policy_document.h"
@@ -37,6 +39,26 @@ std::vector<std::string> error_lines(const std::vector<conf::PolicyError>& error
         lines.push_back(with_location ? error.to_string() : error.key_path + ": " + error.reason);
     }
     return lines;
+}
+
+// "ports[1].scheduler...: why" -> "ports[out].scheduler...: why". The re-rendered document
+// gives every port its own tree, so the index names nothing in the operator's file; the port's
+// name does (as the reload checks say it).
+std::string name_port_in_path(const std::string& line, const json& document) {
+    constexpr std::string_view kPrefix = "ports[";
+    if (!line.starts_with(kPrefix)) return line;
+    const size_t close = line.find(']', kPrefix.size());
+    if (close == std::string::npos || close == kPrefix.size()) return line;
+    size_t index = 0;
+    for (size_t i = kPrefix.size(); i < close; ++i) {
+        if (line[i] < '0' || line[i] > '9' || index > 4096) return line;
+        index = index * 10 + static_cast<size_t>(line[i] - '0');
+    }
+    const auto ports = document.find("ports");
+    if (ports == document.end() || !ports->is_array() || index >= ports->size()) return line;
+    const auto name = (*ports)[index].find("name");
+    if (name == (*ports)[index].end() || !name->is_string()) return line;
+    return std::string(kPrefix) + name->get<std::string>() + line.substr(close);
 }
 
 // yaml-cpp node -> JSON, scalars as strings: the loader reads scalars as text anyway.
@@ -201,8 +223,11 @@ ApiResult PolicyStore::install(std::shared_ptr<const conf::Policy> policy) {
 ApiResult PolicyStore::install_document(const json& document, const std::string& source) {
     conf::PolicyResult parsed = conf::parse_policy(conf::render_yaml(document), source);
     if (!parsed.ok()) {
+        std::vector<std::string> lines = error_lines(parsed.errors, false);
+        for (std::string& line : lines)
+            line = name_port_in_path(line, document);
         return ApiResult::failure("the change makes the policy invalid; nothing was changed",
-                                  error_lines(parsed.errors, false));
+                                  std::move(lines));
     }
     return install(std::move(parsed.policy));
 }

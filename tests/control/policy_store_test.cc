@@ -248,6 +248,21 @@ TEST(PolicyStore, ClassSetRejectsInvalidValues) {
     EXPECT_EQ(store->current(), before);
 }
 
+TEST(PolicyStore, ClassSetErrorsNameThePortNotItsIndex) {
+    auto store = make_store();
+    // default.yaml's inference lane is a strict child: a weight there is refused on each port.
+    const ApiResult result = store->class_set("inference", "weight", "2");
+    ASSERT_FALSE(result.ok());
+    ASSERT_FALSE(result.details().empty());
+    const std::string first = result.details().front();
+    EXPECT_TRUE(first.starts_with("ports[") && !first.starts_with("ports[0]") &&
+                !first.starts_with("ports[1]"))
+        << first;
+    EXPECT_NE(first.find("].scheduler."), std::string::npos) << first;
+    EXPECT_NE(first.find("weight only applies to a child of a drr node"), std::string::npos)
+        << first;
+}
+
 TEST(PolicyStore, PolicyLoadSwapsOnlyValidFiles) {
     auto store = make_store();
     const ApiResult bad = store->policy_load(std::string(TWINLANE_CONF_TEST_DATA) + "/broken.yaml");
