@@ -614,7 +614,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
         "Replay a pcap in virtual time through the classifier and a scheduling discipline.\n"
         "Timestamps are arrival times; a virtual link of --link-rate gives departure times.");
     cmd->add_option("-c,--policy", args->policy, "Policy file (YAML)")->required();
-    cmd->add_option("-i,--input", args->inputs,
+    cmd->add_option("input,-i,--input", args->inputs,
                     "Input pcap (microsecond or nanosecond); repeatable: captures of several "
                     "links on one clock, merged by arrival, each on its own ingress link; "
                     "PORT=FILE: arriving on the policy's port PORT (default: the first port "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `twinlane replay` on generated AI traffic: the properties the product promises.
 # Usage: replay_test.sh CASE TWINLANE PCAPTOOL POLICY
-#   determinism   two runs of every discipline give identical pcaps and reports
+#   determinism   two runs of every discipline give identical pcaps and reports; the input
+#                 given without -i (positional) departs the same
 #   properties    conservation; inference p99 within one max bulk frame + 2 us; FIFO's p99
 #                 at least 50x larger; training gets >= 95% of what inference leaves; Jain
 #                 across equal-weight backlogged jobs >= 0.99
@@ -69,6 +70,12 @@ determinism)
         cmp "$WORK/a.$d.json" "$WORK/b.$d.json" || fail "$d: reports differ between runs"
         echo "PASS: $d replay is deterministic ($(stat -c %s "$WORK/a.$d.pcap") bytes)"
     done
+    # The capture given as a positional argument, as `twinlane check FILE` takes its file.
+    "$twinlane" --log-level warn replay -c "$policy" "$WORK/mix.pcap" -o "$WORK/positional.pcap" \
+        >/dev/null || fail "replay with a positional input failed"
+    cmp "$WORK/a.twinlane.pcap" "$WORK/positional.pcap" ||
+        fail "a positional input departs otherwise than -i"
+    echo "PASS: the input given without -i departs the same"
     ;;
 properties)
     replay p | tee "$WORK/table.txt"
