@@ -67,16 +67,19 @@ void log_paced_inputs(const Pipeline& p) {
         for (const RxTask& task : ctx->rx) {
             if (!task.paced) continue;
             const PacedInput& in = *task.paced;
-            const auto level = in.read_late() == 0 && in.unstamped() == 0 && in.freed_at_stop() == 0
+            const auto level = in.read_late() == 0 && in.unstamped() == 0 &&
+                                       in.freed_at_stop() == 0 && in.gaps_cut() == 0
                                    ? spdlog::level::info
                                    : spdlog::level::warn;
             spdlog::log(level,
                         "paced input '{}'/{}: {} frames, {} read after their arrival on the link "
                         "(at most {:.1f} us late), {} without a capture time, {} not yet arrived "
-                        "when the run stopped (freed, not received)",
+                        "when the run stopped (freed, not received), {} jumps of its clock "
+                        "longer than --pace-max-gap cut to it ({:.3f} s taken out)",
                         p.policy->ports[task.policy_port].name, task.queue, in.frames(),
                         in.read_late(), static_cast<double>(in.max_late_tsc()) / tsc_per_us,
-                        in.unstamped(), in.freed_at_stop());
+                        in.unstamped(), in.freed_at_stop(), in.gaps_cut(),
+                        static_cast<double>(in.cut_ns()) / 1e9);
         }
     }
 }
@@ -175,6 +178,7 @@ bool Daemon::build(const LcorePlan& plan) {
     Pipeline& p = *pipeline_;
     std::string error;
     p.pace_input_bps = options_.pace_input_bps;
+    p.pace_max_gap_ns = options_.pace_max_gap_ns;
     p.preload_input = options_.preload_input;
     if ((p.preload_input && !size_preloaded_inputs(p, error)) ||
         !create_pools(p, plan, options_.lane_ring_slots, error)) {

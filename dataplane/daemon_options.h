@@ -23,7 +23,8 @@ struct DaemonOptions {
     uint32_t lane_ring_slots = 1024;
     uint64_t pace_input_bps = 0;  // --pace-input: RX frames handed over at their capture timing
     bool preload_input = false;   // --preload-input: the paced captures read before the run
-    bool control = true;          // serve the control socket
+    uint64_t pace_max_gap_ns = 1'000'000'000;   // --pace-max-gap: longer clock jumps cut to it
+    bool control = true;                        // serve the control socket
     std::optional<std::string> control_socket;  // instead of the policy's control.socket
     std::optional<uint16_t> metrics_port;       // instead of the policy's metrics.port; 0: off
     bool explicit_log_level = false;  // --log-level was given: the policy's log_level is ignored

@@ -397,8 +397,9 @@ bool build_lcores(Pipeline& p, const LcorePlan& plan, std::string& error) {
                     return false;
                 }
                 task.paced = std::make_unique<PacedInput>(
-                    rte_get_tsc_hz(), p.pace_input_bps, p.rx_timestamp_offset, p.rx_timestamp_flag,
-                    rx_timestamp_unit_ns(task.dpdk_port), static_cast<uint32_t>(capacity));
+                    rte_get_tsc_hz(), p.pace_input_bps, p.pace_max_gap_ns, p.rx_timestamp_offset,
+                    p.rx_timestamp_flag, rx_timestamp_unit_ns(task.dpdk_port),
+                    static_cast<uint32_t>(capacity));
             }
             task.lanes = p.egress[*p.egress_of[forward->to_port]]->lanes;
             ctx->rx.push_back(std::move(task));

@@ -61,6 +61,8 @@ struct Pipeline {
     // `--pace-input`: every RX port's frames are handed over at their capture timing,
     // serialised at this rate (paced_input.h); 0: as fast as they are read.
     uint64_t pace_input_bps = 0;
+    // A jump of a paced capture's clock longer than this waits only this long (0: any).
+    uint64_t pace_max_gap_ns = 0;
     // `--preload-input`: each paced input's capture is read into mbufs before the run; by
     // policy port, per RX queue (its `rx_pcap` file), what that takes (size_preloaded_inputs).
     bool preload_input = false;

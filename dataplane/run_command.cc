@@ -37,6 +37,7 @@ struct RunArgs {
     uint32_t lane_ring_slots = 1024;
     std::optional<std::string> pace_input;
     bool preload_input = false;
+    std::string pace_max_gap = "1s";
     std::string in_port;
     std::string out_port;
     uint32_t fifo_packets = 4096;
@@ -154,6 +155,7 @@ int run_policy(const RunArgs& args) {
         options.pace_input_bps = *rate;
     }
     options.preload_input = args.preload_input;
+    options.pace_max_gap_ns = option_ns(args.pace_max_gap, 1'000'000'000);
     options.control = !args.no_control;
     options.watch_policy = args.watch_policy;
     if (!args.control_socket.empty()) options.control_socket = args.control_socket;
@@ -285,6 +287,14 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& eal_args, in
                       "the lcore does not read files during it (-c; needs memory for the whole "
                       "capture); several ports' captures then share one clock")
             ->needs(pace));
+    for_policy(cmd->add_option("--pace-max-gap", args->pace_max_gap,
+                               "With --pace-input: a jump of a capture's clock longer than this "
+                               "(an idle hour, a clock step, a corrupt record) waits only this "
+                               "long, counted in the end-of-run log; a duration or seconds (-c; "
+                               "0: keep every gap)")
+                   ->check(time_option(1'000'000'000, "seconds"))
+                   ->capture_default_str()
+                   ->needs(pace));
     for_fifo(cmd->add_option("--in", args->in_port,
                              "Input port by DPDK device name (without -c; default: first port)"));
     for_fifo(cmd->add_option("--out", args->out_port,

@@ -41,6 +41,7 @@ struct SendArgs {
     uint32_t link_wait_ms = 10'000;
     uint32_t start_delay_ms = 200;
     uint32_t linger_ms = 100;
+    uint32_t max_gap_ms = 1'000;  // a longer jump of the capture's clock waits only this long
     bool json = false;
     std::vector<std::string> eal_args;
 };
@@ -126,6 +127,8 @@ struct SendCounters {
     uint64_t tx_full_retries = 0;  // tx_burst took less than offered: the device pushed back
     uint64_t mbuf_waits = 0;       // the pool was empty (frames still in the device)
     uint64_t received = 0;         // frames the port received meanwhile, freed
+    uint64_t gaps_cut = 0;         // jumps of the capture's clock longer than --max-gap
+    uint64_t cut_ns = 0;           // and the time taken out of it
     uint64_t first_due_tsc = 0;    // the sending's start: a late first frame does not shorten it
     uint64_t last_tsc = 0;
     std::vector<uint64_t> lateness_tsc;  // per frame: handed to the device minus due
@@ -142,13 +145,15 @@ uint32_t drain_rx(uint16_t port) {
 // burst. A device that pushes back (ring full) delays the frame, which its lateness shows;
 // nothing is dropped.
 void send_paced(const Capture& capture, uint16_t port, rte_mempool* pool, double speed,
-                uint64_t link_bps, SendCounters& c) {
+                uint64_t link_bps, uint64_t max_gap_ns, SendCounters& c) {
     const uint64_t hz = rte_get_tsc_hz();
     const std::vector<Frame>& frames = capture.frames;
     std::vector<uint64_t> due(frames.size());
-    replay::TraceSchedule schedule(hz, speed, link_bps);
+    replay::TraceSchedule schedule(hz, speed, link_bps, max_gap_ns);
     for (size_t i = 0; i < frames.size(); ++i)
         due[i] = schedule.next(frames[i].timestamp_ns, frames[i].wire_length);
+    c.gaps_cut = schedule.gaps_cut();
+    c.cut_ns = schedule.cut_ns();
     const uint64_t start = rte_rdtsc() + hz / 1000;
     for (uint64_t& d : due)
         d += start;
@@ -238,6 +243,7 @@ void print_report(const SendArgs& args, const std::string& port, const Capture& 
             {"tx_full_retries", c.tx_full_retries},
             {"mbuf_waits", c.mbuf_waits},
             {"received_and_freed", c.received},
+            {"gaps_cut", {{"count", c.gaps_cut}, {"seconds", static_cast<double>(c.cut_ns) / 1e9}}},
             {"skipped",
              {{"empty", capture.skipped_empty}, {"oversized", capture.skipped_oversized}}},
         };
@@ -264,6 +270,10 @@ void print_report(const SendArgs& args, const std::string& port, const Capture& 
         std::printf("  %-14s %llu empty, %llu over %u bytes\n", "skipped",
                     static_cast<unsigned long long>(capture.skipped_empty),
                     static_cast<unsigned long long>(capture.skipped_oversized), kMaxFrame);
+    if (c.gaps_cut > 0)
+        std::printf("  %-14s %llu jumps of the capture's clock cut to --max-gap %u ms (%.3f s)\n",
+                    "gaps cut", static_cast<unsigned long long>(c.gaps_cut), args.max_gap_ms,
+                    static_cast<double>(c.cut_ns) / 1e9);
     std::fflush(stdout);
 }
 
@@ -340,7 +350,14 @@ int send(const SendArgs& args) {
     std::this_thread::sleep_for(std::chrono::milliseconds(args.start_delay_ms));
     spdlog::info("sending {} frames of {} on {}", capture.frames.size(), args.pcap_path, name);
     SendCounters counters;
-    send_paced(capture, port, pool.get(), args.speed, link_bps, counters);
+    send_paced(capture, port, pool.get(), args.speed, link_bps,
+               uint64_t{args.max_gap_ms} * 1'000'000, counters);
+    if (counters.gaps_cut != 0) {
+        spdlog::warn(
+            "{} jumps of the capture's clock longer than --max-gap {} ms were cut to it "
+            "({:.3f} s taken out)",
+            counters.gaps_cut, args.max_gap_ms, static_cast<double>(counters.cut_ns) / 1e9);
+    }
     // The peer reads what the device still holds (memif's ring, a NIC's TX ring) meanwhile.
     std::this_thread::sleep_for(std::chrono::milliseconds(args.linger_ms));
     stop_port(port);
@@ -371,6 +388,11 @@ void add_send_command(CLI::App& app, const std::vector<std::string>& eal_args, i
     cmd->add_option("--link-rate", args->link_rate,
                     "Send no faster than a link of this rate carries the frames (e.g. 25G): "
                     "the capture's timing, serialised as one ingress port would deliver it");
+    cmd->add_option("--max-gap", args->max_gap_ms,
+                    "A jump of the capture's clock longer than this many ms (an idle hour, a "
+                    "clock step, a corrupt record) waits only this long (0: keep every gap)")
+        ->check(CLI::Range(0u, 3'600'000u))
+        ->capture_default_str();
     cmd->add_option("--mbufs", args->mbufs, "Mbufs in the send pool")
         ->check(CLI::Range(1023u, 1u << 22))
         ->capture_default_str();

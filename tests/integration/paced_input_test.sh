@@ -5,8 +5,9 @@
 # few milliseconds; paced it takes the trace's time, and so it does preloaded (the whole capture
 # read into the pool before the run). Every frame is accounted for each way, the log reports
 # the paced input, two preloaded captures keep their relative timing (one clock), a pause in
-# the capture does not end the run, and a bad rate, a preload without a capture to read or an
-# option of the other mode (-c or not) is refused, named.
+# the capture does not end the run, a jump of its clock beyond --pace-max-gap waits only that
+# long (an hour's clock step, read during the run and preloaded), and a bad rate, a preload
+# without a capture to read or an option of the other mode (-c or not) is refused, named.
 # Usage: paced_input_test.sh TWINLANE
 source "$(dirname "$0")/lib.sh"
 twinlane=$(realpath "$1")
@@ -166,6 +167,46 @@ grep -q "paced input 'in'/0: 80 frames, .*, 40 not yet arrived when the run stop
     fail "frames on the modelled link at the stop not reported: $(grep "paced input" cut.err)"
 echo "PASS: a 500 ms pause does not end a paced run; stopped in it, the 40 frames still due are" \
      "reported and freed"
+
+# A jump of the capture's clock longer than --pace-max-gap (default 1 s) waits only that long:
+# the 500 ms pause cut to 100 ms; a clock step of an hour cut to 1 s, read during the run and
+# preloaded, where it would otherwise hold the frames after it for an hour. Counted in the log.
+timeout 60 "$twinlane" --log-level info run --json --no-control --pace-input 10G \
+    --pace-max-gap 100ms -c gap.yaml -- "${EAL_BASE[@]}" -l 0 >short.json 2>short.err ||
+    fail "paced run with --pace-max-gap: $(tail -3 short.err)"
+# (The jump is the pause less the first 40 frames' span: a little under 500 ms, so under 400 cut.)
+grep -qE "paced input 'in'/0: 80 frames, .*, 0 not yet arrived .*, 1 jumps of its clock longer than --pace-max-gap cut to it \(0\.3[89][0-9] s taken out\)" short.err ||
+    fail "the 500 ms pause not cut to 100 ms: $(grep "paced input" short.err)"
+python3 - gap.pcap hour.pcap <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+out, at, n = [data[:24]], 24, 0
+while at + 16 <= len(data):
+    sec, frac, caplen, length = struct.unpack("<IIII", data[at:at + 16])
+    out.append(struct.pack("<IIII", sec + (3600 if n >= 40 else 0), frac, caplen, length))
+    out.append(data[at + 16:at + 16 + caplen])
+    at, n = at + 16 + caplen, n + 1
+open(sys.argv[2], "wb").write(b"".join(out))
+PY
+sed "s#rx_pcap=$WORK/gap.pcap#rx_pcap=$WORK/hour.pcap#" gap.yaml >hour.yaml
+for mode in "" --preload-input; do
+    timeout 60 "$twinlane" --log-level info run --json --no-control --pace-input 10G $mode \
+        -c hour.yaml -- "${EAL_BASE[@]}" -l 0 >hour.json 2>hour.err ||
+        fail "paced run ${mode:-read during the run} over a clock step of an hour: $(tail -3 hour.err)"
+    python3 - hour.json <<'PY' || fail "clock step ${mode}: $(cat hour.err)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["rx_packets"] == 80 and r["tx_packets"] + sum(r["dropped"].values()) + r["queued"] == 80, r
+PY
+    grep -qE "1 jumps of its clock longer than --pace-max-gap cut to it \(3599\.[0-9]{3} s taken out\)" hour.err ||
+        fail "the clock step ${mode} not cut to 1 s: $(grep "paced input" hour.err)"
+done
+if "$twinlane" run --pace-max-gap 1s -c policy.yaml -- "${EAL_BASE[@]}" -l 0 >/dev/null 2>err.txt; then
+    fail "--pace-max-gap without --pace-input was accepted"
+fi
+grep -q -- "--pace-max-gap requires --pace-input" err.txt || fail "not named: $(cat err.txt)"
+echo "PASS: jumps of the capture's clock beyond --pace-max-gap cut to it and counted (a 500 ms" \
+     "pause to 100 ms; a clock step of an hour to 1 s, read during the run and preloaded)"
 
 # A capture cut at a snap length (tcpdump -s 128): 1000 frames of 9000 bytes on their wire,
 # stamped together, 128 bytes captured. Preloaded and paced at 1G they take their wire's time

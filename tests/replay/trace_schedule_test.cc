@@ -63,5 +63,42 @@ TEST(TraceSchedule, LastEndIsWhenTheLinkHasCarriedTheFrame) {
     EXPECT_EQ(unlimited.last_end(), 2'000u);
 }
 
+TEST(TraceSchedule, AJumpLongerThanTheMaxGapIsCutToIt) {
+    constexpr uint64_t kHour = 3'600'000'000'000ULL;
+    TraceSchedule s(kHz, 1.0, 0, 1'000'000'000);  // at most 1 s
+    EXPECT_EQ(s.next(0, 100), 0u);
+    EXPECT_EQ(s.next(1'000, 100), 2'000u);
+    // A clock step of an hour: due 1 s after the frame before it.
+    EXPECT_EQ(s.next(1'000 + kHour, 100), 2'000u + 2'000'000'000u);
+    EXPECT_EQ(s.gaps_cut(), 1u);
+    EXPECT_EQ(s.cut_ns(), kHour - 1'000'000'000);
+    // The frames after it keep their timing relative to it.
+    EXPECT_EQ(s.next(2'000 + kHour, 100), 4'000u + 2'000'000'000u);
+    // A frame stamped before the jump (the clock stepped back) is due at once, in file order
+    // (with the frame before it), and the frame after it still counts from the latest time.
+    EXPECT_EQ(s.next(3'000, 100), 4'000u + 2'000'000'000u);
+    EXPECT_EQ(s.next(3'000 + kHour, 100), 6'000u + 2'000'000'000u);
+    // A gap of exactly the max is kept, and counts nothing.
+    EXPECT_EQ(s.next(3'000 + kHour + 1'000'000'000, 100), 6'000u + 4'000'000'000u);
+    EXPECT_EQ(s.gaps_cut(), 1u);
+}
+
+TEST(TraceSchedule, WithoutAMaxGapEveryGapIsKept) {
+    constexpr uint64_t kHour = 3'600'000'000'000ULL;
+    TraceSchedule s(kHz, 1.0, 0);
+    s.next(0, 100);
+    EXPECT_EQ(s.next(kHour, 100), 2 * kHour);
+    EXPECT_EQ(s.gaps_cut(), 0u);
+}
+
+TEST(TraceSchedule, TheMaxGapAlsoBoundsTheWaitFromASharedStart) {
+    // Captures of several links on one clock start at the earliest first frame: one that
+    // starts an hour later waits at most the max gap.
+    TraceSchedule s(kHz, 1.0, 0, 1'000'000'000);
+    s.start_at(0);
+    EXPECT_EQ(s.next(3'600'000'000'000ULL, 100), 2'000'000'000u);
+    EXPECT_EQ(s.gaps_cut(), 1u);
+}
+
 }  // namespace
 }  // namespace twinlane::replay
