@@ -65,7 +65,10 @@ def count(log_dir):
             if line.strip():
                 run = json.loads(line)
                 if run.get("result") not in OK_RESULTS:
-                    tail = (run.get("stdout") or "").rstrip("\n").splitlines()[-TAIL_LINES:]
+                    # meson keeps stderr apart ("stderr", when not empty): a script's reason
+                    # for failing is often there.
+                    output = (run.get("stdout") or "") + (run.get("stderr") or "")
+                    tail = output.rstrip("\n").splitlines()[-TAIL_LINES:]
                     failed_runs.append((f"{run.get('name')} ({run.get('result')})", tail))
     return passed, max(failed, len(failed_runs)), failures, failed_runs
 

@@ -35,8 +35,11 @@ def logs(directory, failure, runs):
     with open(os.path.join(directory, "testlog.junit.xml"), "w") as f:
         f.write(JUNIT.format(failure="<failure/>" if failure else ""))
     with open(os.path.join(directory, "testlog.json"), "w") as f:
-        for name, result, stdout in runs:
-            f.write(json.dumps({"name": name, "result": result, "stdout": stdout}) + "\n")
+        for name, result, stdout, *stderr in runs:
+            run = {"name": name, "result": result, "stdout": stdout}
+            if stderr:  # meson writes "stderr" only when the test's stderr was not empty
+                run["stderr"] = stderr[0]
+            f.write(json.dumps(run) + "\n")
     return directory
 
 
@@ -65,11 +68,13 @@ with tempfile.TemporaryDirectory() as tmp:
     why = "\n".join(f"line {i}" for i in range(80)) + "\nFAIL: paced: latency out of bounds\n"
     bad_runs = [("twinlane:sched / sched_tests", "FAIL", "Quantum failed\n"),
                 ("twinlane:integration / realtime_latency", "FAIL", why),
-                ("twinlane:replay / crashed", "TIMEOUT", "")]
+                ("twinlane:replay / crashed", "TIMEOUT", ""),
+                ("twinlane:deploy / cli_docs", "FAIL", "", "FAIL: --max-gap is not in the man page\n")]
     bad = logs(os.path.join(tmp, "bad"), True, bad_runs)
     rc, out = run(good, bad)
-    # good: 3 passed; bad: 2 passed cases, 1 failed case, but 3 failed runs count as 3.
-    expect(rc == 1 and out[-1] == "tests: 5 passed, 3 failed", "failures counted", out)
+    # good: 3 passed; bad: 2 passed cases, 1 failed case, but 4 failed runs count as 4.
+    expect(rc == 1 and out[-1] == "tests: 5 passed, 4 failed", "failures counted", out)
+    expect("  | FAIL: --max-gap is not in the man page" in out, "a reason on stderr printed", out)
     expect("  | FAIL: paced: latency out of bounds" in out, "the reason printed", out)
     expect("  | line 79" in out and "  | line 41" in out and "  | line 40" not in out,
            "only the last 40 lines", out)
