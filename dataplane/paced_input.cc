@@ -85,11 +85,7 @@ void PacedInput::align(uint64_t epoch_ns, std::atomic<uint64_t>* origin) {
     if (!first || *first <= epoch_ns) return;
     // Every due time moves by the same amount: the schedule's first frame, then each link
     // serialisation after it, start that much later (at most the max gap, as any jump).
-    uint64_t later_ns = *first - epoch_ns;
-    if (max_gap_ns_ != 0 && later_ns > max_gap_ns_) {
-        start_cut_ns_ = later_ns - max_gap_ns_;
-        later_ns = max_gap_ns_;
-    }
+    const uint64_t later_ns = schedule_.cut(*first - epoch_ns);
     const auto shift =
         static_cast<uint64_t>(static_cast<double>(later_ns) * static_cast<double>(tsc_hz_) / 1e9);
     const auto capacity = static_cast<uint32_t>(staged_.size());

@@ -39,7 +39,6 @@ class PacedInput {
                uint64_t timestamp_flag, uint64_t timestamp_unit_ns, uint32_t capacity = kAhead)
         : schedule_(tsc_hz, 1.0, link_bps, max_gap_ns),
           tsc_hz_(tsc_hz),
-          max_gap_ns_(max_gap_ns),
           timestamp_offset_(timestamp_offset),
           timestamp_flag_(timestamp_flag),
           timestamp_unit_ns_(timestamp_unit_ns),
@@ -76,10 +75,10 @@ class PacedInput {
     // Frames the PMD gave no capture time: they arrived when read (preloaded: with the frame
     // before them).
     uint64_t unstamped() const { return unstamped_; }
-    // Jumps of the capture's clock cut to the max gap, and the time taken out of it (with a
-    // later start than the shared clock's, cut in align()).
-    uint64_t gaps_cut() const { return schedule_.gaps_cut() + (start_cut_ns_ != 0 ? 1 : 0); }
-    uint64_t cut_ns() const { return schedule_.cut_ns() + start_cut_ns_; }
+    // Jumps of the capture's clock cut to the max gap (a later start than the shared clock's
+    // included), and the time taken out of it.
+    uint64_t gaps_cut() const { return schedule_.gaps_cut(); }
+    uint64_t cut_ns() const { return schedule_.cut_ns(); }
     uint32_t staged() const { return count_; }
     // Frames read and not yet due as of the last receive(), for another thread (the run's
     // monitor: an input whose next frame is a long gap away is not idle).
@@ -95,8 +94,6 @@ class PacedInput {
 
     replay::TraceSchedule schedule_;
     uint64_t tsc_hz_;
-    uint64_t max_gap_ns_;
-    uint64_t start_cut_ns_ = 0;
     std::atomic<uint64_t>* shared_origin_ = nullptr;
     int timestamp_offset_;
     uint64_t timestamp_flag_;

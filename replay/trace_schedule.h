@@ -44,10 +44,7 @@ class TraceSchedule {
         if (timestamp_ns > latest_ns_) {
             // A jump past the latest time seen; a frame stamped before it (a clock stepping
             // back) keeps its place in the capture's timing.
-            if (max_gap_ns_ != 0 && timestamp_ns - latest_ns_ > max_gap_ns_) {
-                cut_ns_ += timestamp_ns - latest_ns_ - max_gap_ns_;
-                ++gaps_cut_;
-            }
+            cut(timestamp_ns - latest_ns_);
             latest_ns_ = timestamp_ns;
         }
         const uint64_t since_first = timestamp_ns > first_ns_ ? timestamp_ns - first_ns_ : 0;
@@ -69,6 +66,15 @@ class TraceSchedule {
     // Jumps of the capture's clock longer than max_gap_ns, and the time they were shortened by.
     uint64_t gaps_cut() const { return gaps_cut_; }
     uint64_t cut_ns() const { return cut_ns_; }
+
+    // A jump of `jump_ns` as it is kept: at most max_gap_ns, the rest counted as cut. Also for a
+    // capture that starts that long after the clock it shares with others (paced_input.h).
+    uint64_t cut(uint64_t jump_ns) {
+        if (max_gap_ns_ == 0 || jump_ns <= max_gap_ns_) return jump_ns;
+        cut_ns_ += jump_ns - max_gap_ns_;
+        ++gaps_cut_;
+        return max_gap_ns_;
+    }
 
   private:
     double tsc_per_trace_ns_;
